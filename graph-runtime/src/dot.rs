@@ -1,0 +1,1 @@
+//! dot: to be written.

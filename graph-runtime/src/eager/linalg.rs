@@ -1,0 +1,1 @@
+//! Eager ops: linalg (filled in by the kernel work).

@@ -1,0 +1,1 @@
+//! Eager ops: reduce (filled in by the kernel work).

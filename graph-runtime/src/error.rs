@@ -1,0 +1,114 @@
+//! The one error type of grafo: every run-time failure (bad input shapes, failed checks, I/O) is a variant here.
+
+use std::fmt;
+
+/// Everything that can go wrong when a graph or an eager op runs.
+///
+/// Compile-time problems (shape mismatches the macro can see) never get here: they are
+/// compile errors. These are the checks that depend on the values fed at run time.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An input's rank is not the declared one (only possible through the dynamic eager API).
+    #[error("`{param}`: expected rank {expected}, found rank {found} (shape {found_shape:?})")]
+    Rank {
+        param: String,
+        expected: usize,
+        found: usize,
+        found_shape: Vec<usize>,
+    },
+    /// A static dim of an input does not match the declared size.
+    #[error("`{param}` axis {axis}: expected size {expected}, found {found} (shape {found_shape:?})")]
+    InputDim {
+        param: String,
+        axis: usize,
+        expected: usize,
+        found: usize,
+        found_shape: Vec<usize>,
+    },
+    /// One symbolic dim is bound to two different sizes by two inputs (or two axes).
+    #[error(
+        "symbol `{symbol}` is bound to {bound} by `{bound_by}` but `{param}` axis {axis} has size {found}"
+    )]
+    SymbolConflict {
+        symbol: String,
+        bound: usize,
+        bound_by: String,
+        param: String,
+        axis: usize,
+        found: usize,
+    },
+    /// Two operands of an op have incompatible shapes (eager API, or a symbolic check at run time).
+    #[error("`{op}`: {message}: left is {left:?}, right is {right:?}{}", axis_text(*axis))]
+    Shape {
+        op: &'static str,
+        message: String,
+        left: Vec<usize>,
+        right: Vec<usize>,
+        axis: Option<usize>,
+    },
+    /// An argument of an op is invalid on its own (an axis out of range, a bad permutation, a zero stride).
+    #[error("`{op}`: {message}")]
+    InvalidArgument { op: &'static str, message: String },
+    /// A `assert_*` check failed at run time (tf.debugging).
+    #[error("assertion `{op}` failed{}: {message}", line_text(*line))]
+    Assertion {
+        op: &'static str,
+        message: String,
+        line: u32,
+    },
+    /// Writing an export (TensorBoard event file, trace) failed.
+    #[error("i/o error: {0}")]
+    Io(String),
+}
+
+fn axis_text(axis: Option<usize>) -> String {
+    match axis {
+        Some(a) => format!(" (axis {a})"),
+        None => String::new(),
+    }
+}
+
+fn line_text(line: u32) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(" at line {line}")
+    }
+}
+
+impl Error {
+    /// Attaches the source line of the `assert_*` call to an assertion error; other errors pass through.
+    pub fn at_line(self, at: u32) -> Error {
+        match self {
+            Error::Assertion { op, message, .. } => Error::Assertion { op, message, line: at },
+            other => other,
+        }
+    }
+
+    /// A shape error between two operands.
+    #[cold]
+    #[inline(never)]
+    pub fn shape(op: &'static str, message: impl fmt::Display, left: &[usize], right: &[usize], axis: Option<usize>) -> Error {
+        Error::Shape {
+            op,
+            message: message.to_string(),
+            left: left.to_vec(),
+            right: right.to_vec(),
+            axis,
+        }
+    }
+
+    /// An invalid argument of one op.
+    #[cold]
+    #[inline(never)]
+    pub fn invalid(op: &'static str, message: impl fmt::Display) -> Error {
+        Error::InvalidArgument { op, message: message.to_string() }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::Io(e.to_string())
+    }
+}

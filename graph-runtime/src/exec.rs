@@ -1,0 +1,204 @@
+//! The execution context that compiled graphs run in: the buffer arena of the static plan and the profiling hook.
+//!
+//! A compiled graph asks its context for the buffer of each slot of its plan
+//! ([`ExecCtx::take`]) and hands it back when the plan says the slot is free
+//! ([`ExecCtx::give`]). A plain call uses a fresh [`Arena`] (so each buffer is allocated
+//! once per call); a `Session` keeps one arena per graph, so steady-state runs allocate
+//! nothing but their outputs.
+
+use crate::dtype::{DType, Element};
+use std::time::Instant;
+
+/// A typed buffer held by one slot of an arena.
+#[derive(Debug, Default)]
+pub enum SlotBuffer {
+    #[default]
+    Empty,
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    Bool(Vec<bool>),
+}
+
+/// Element types that can live in an arena slot.
+pub trait SlotElement: Element {
+    fn wrap(v: Vec<Self>) -> SlotBuffer;
+    fn unwrap(b: SlotBuffer) -> Option<Vec<Self>>;
+}
+
+macro_rules! slot_element {
+    ($t:ty, $v:ident) => {
+        impl SlotElement for $t {
+            fn wrap(v: Vec<Self>) -> SlotBuffer {
+                SlotBuffer::$v(v)
+            }
+            fn unwrap(b: SlotBuffer) -> Option<Vec<Self>> {
+                match b {
+                    SlotBuffer::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+slot_element!(f32, F32);
+slot_element!(f64, F64);
+slot_element!(i32, I32);
+slot_element!(i64, I64);
+slot_element!(bool, Bool);
+
+/// The buffers of one graph's static plan, kept between runs by a session.
+#[derive(Debug, Default)]
+pub struct Arena {
+    slots: Vec<SlotBuffer>,
+}
+
+impl Arena {
+    /// An empty arena; allocates nothing until a slot is first taken.
+    pub const fn new() -> Arena {
+        Arena { slots: Vec::new() }
+    }
+
+    /// Total bytes held by all slots.
+    pub fn bytes(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|s| match s {
+                SlotBuffer::Empty => 0,
+                SlotBuffer::F32(v) => v.capacity() * 4,
+                SlotBuffer::F64(v) => v.capacity() * 8,
+                SlotBuffer::I32(v) => v.capacity() * 4,
+                SlotBuffer::I64(v) => v.capacity() * 8,
+                SlotBuffer::Bool(v) => v.capacity(),
+            })
+            .sum()
+    }
+}
+
+/// Per-group wall-time accumulation, filled when a session profiles.
+#[derive(Debug, Default, Clone)]
+pub struct Profiler {
+    /// One entry per (graph, group) seen, in first-seen order.
+    pub groups: Vec<GroupTiming>,
+    /// Trace events (start, duration) for the Chrome trace export.
+    pub events: Vec<TraceEvent>,
+    /// When profiling started; trace timestamps are relative to it.
+    pub epoch: Option<Instant>,
+}
+
+/// Accumulated time of one fusion group.
+#[derive(Debug, Clone)]
+pub struct GroupTiming {
+    pub graph: &'static str,
+    pub group: usize,
+    /// The ops of the group and its output shape, as the macro described them.
+    pub label: &'static str,
+    pub calls: u64,
+    pub total_ns: u128,
+}
+
+/// One timed execution of a group.
+#[derive(Debug, Clone)]
+pub struct TraceEvent {
+    pub graph: &'static str,
+    pub group: usize,
+    pub start_ns: u128,
+    pub duration_ns: u128,
+}
+
+impl Profiler {
+    /// Adds one timed execution of `group` of `graph`.
+    pub fn record(&mut self, graph: &'static str, group: usize, label: &'static str, start: Instant) {
+        let now = Instant::now();
+        let epoch = *self.epoch.get_or_insert(start);
+        let duration_ns = now.duration_since(start).as_nanos();
+        let entry = match self
+            .groups
+            .iter_mut()
+            .position(|g| g.group == group && std::ptr::eq(g.graph, graph))
+        {
+            Some(i) => &mut self.groups[i],
+            None => {
+                self.groups.push(GroupTiming { graph, group, label, calls: 0, total_ns: 0 });
+                self.groups.last_mut().expect("just pushed")
+            }
+        };
+        entry.calls += 1;
+        entry.total_ns += duration_ns;
+        self.events.push(TraceEvent {
+            graph,
+            group,
+            start_ns: start.saturating_duration_since(epoch).as_nanos(),
+            duration_ns,
+        });
+    }
+}
+
+/// What a compiled graph runs with: an arena for its buffer plan and an optional profiler.
+pub struct ExecCtx<'a> {
+    graph: &'static str,
+    arena: &'a mut Arena,
+    profiler: Option<&'a mut Profiler>,
+}
+
+impl<'a> ExecCtx<'a> {
+    pub fn new(graph: &'static str, arena: &'a mut Arena, profiler: Option<&'a mut Profiler>) -> ExecCtx<'a> {
+        ExecCtx { graph, arena, profiler }
+    }
+
+    /// The buffer of `slot`, resized to `len` elements. Its contents are unspecified (the
+    /// kernel that writes it overwrites all of it); it allocates only when the slot is new,
+    /// of another dtype, or too small.
+    #[inline]
+    pub fn take<T: SlotElement>(&mut self, slot: usize, len: usize) -> Vec<T> {
+        if slot >= self.arena.slots.len() {
+            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
+        }
+        let held = std::mem::take(&mut self.arena.slots[slot]);
+        let mut v = T::unwrap(held).unwrap_or_default();
+        if v.len() != len {
+            v.resize(len, T::default());
+        }
+        v
+    }
+
+    /// Returns a buffer to `slot` so that a later step (or run) reuses it.
+    #[inline]
+    pub fn give<T: SlotElement>(&mut self, slot: usize, v: Vec<T>) {
+        if slot >= self.arena.slots.len() {
+            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
+        }
+        self.arena.slots[slot] = T::wrap(v);
+    }
+
+    /// The start time of a group, when profiling.
+    #[inline]
+    pub fn start(&self) -> Option<Instant> {
+        if self.profiler.is_some() {
+            Some(Instant::now())
+        } else {
+            None
+        }
+    }
+
+    /// Records the time of `group` since `start`, when profiling.
+    #[inline]
+    pub fn record(&mut self, group: usize, label: &'static str, start: Option<Instant>) {
+        if let (Some(p), Some(s)) = (self.profiler.as_deref_mut(), start) {
+            p.record(self.graph, group, label, s);
+        }
+    }
+
+    /// The dtype tag of a slot's current buffer (for tests).
+    pub fn slot_dtype(&self, slot: usize) -> Option<DType> {
+        match self.arena.slots.get(slot)? {
+            SlotBuffer::Empty => None,
+            SlotBuffer::F32(_) => Some(DType::F32),
+            SlotBuffer::F64(_) => Some(DType::F64),
+            SlotBuffer::I32(_) => Some(DType::I32),
+            SlotBuffer::I64(_) => Some(DType::I64),
+            SlotBuffer::Bool(_) => Some(DType::Bool),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! grafo's run-time: the parallel kernels compiled graphs call, the eager API, `Session`, and the graph description types.
+
+pub mod conv;
+pub mod cpu;
+pub mod dot;
+pub mod dtype;
+pub mod eager;
+pub mod elementwise;
+pub mod error;
+pub mod exec;
+pub mod graph;
+pub mod layout;
+pub mod math;
+pub mod matmul;
+pub mod parallel;
+pub mod reduce;
+pub mod session;
+pub mod softmax;
+pub mod tensorboard;
+
+pub use dtype::{DType, Element, Float, Numeric};
+pub use error::Error;
+pub use graph::{BufferDef, CondDef, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};

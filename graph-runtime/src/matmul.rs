@@ -1,0 +1,1 @@
+//! matmul: to be written.

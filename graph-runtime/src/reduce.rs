@@ -1,0 +1,1 @@
+//! reduce: to be written.

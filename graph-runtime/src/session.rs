@@ -1,0 +1,1 @@
+//! session: to be written.

@@ -1,0 +1,1 @@
+//! softmax: to be written.

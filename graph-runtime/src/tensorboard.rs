@@ -1,0 +1,1 @@
+//! tensorboard: to be written.

@@ -1,0 +1,34 @@
+//! grafo: an ahead-of-time graph compiler for tensor functions.
+//!
+//! `#[graph]` turns an annotated Rust function over tensors into a statically scheduled,
+//! fused computation while `cargo build` runs. Shapes and dtypes are checked at compile
+//! time; the emitted code calls the parallel kernels of `graph-runtime`.
+//! See `README.md` and `docs/LANGUAGE.md` for the language.
+
+pub use graph_macro::graph;
+pub use graph_runtime::eager;
+pub use graph_runtime::{BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
+pub use graph_runtime::{Element, Error, Float, Numeric};
+pub use ndarray;
+
+/// Everything a `#[graph]` user needs: the macro, `Tensor`, the op names and ndarray's array types.
+pub mod prelude {
+    pub use crate::graph;
+    pub use crate::Error;
+    pub use ndarray::{
+        arr0, arr1, arr2, arr3, Array, Array0, Array1, Array2, Array3, Array4, Array5, ArrayD,
+        ArrayView, ArrayView0, ArrayView1, ArrayView2, ArrayView3, ArrayView4, ArrayViewD, Axis,
+    };
+    pub use crate::ops::*;
+}
+
+pub mod ops;
+
+/// Items the code emitted by `#[graph]` refers to; not a stable API.
+#[doc(hidden)]
+pub mod __private {
+    pub use graph_runtime::*;
+    pub use graph_runtime::multiversion;
+    pub use ndarray;
+    pub use rayon;
+}

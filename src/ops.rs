@@ -1,0 +1,7 @@
+//! The op names of LANGUAGE.md outside `#[graph]`: the eager ops, and `SAME`/`VALID`.
+//!
+//! Inside a `#[graph]` body the macro reads these names itself; outside one, the same names
+//! run eagerly (like TensorFlow 2 without `tf.function`).
+
+pub use graph_runtime::conv::{Padding, SAME, VALID};
+pub use graph_runtime::eager::*;
