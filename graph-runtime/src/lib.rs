@@ -13,6 +13,7 @@ pub mod layout;
 pub mod math;
 pub mod matmul;
 pub mod parallel;
+pub mod profile;
 pub mod reduce;
 pub mod session;
 pub mod softmax;
