@@ -1,1 +1,290 @@
-//! Eager ops: elementwise (filled in by the kernel work).
+//! Eager elementwise ops: arithmetic and comparisons with broadcasting, unary math, `select`, `cast`, creation and the `assert_*` checks.
+
+use super::IntoView;
+use crate::dtype::{CastTo, Element, Float, Numeric};
+use crate::elementwise::{binary_into, broadcast_shapes, map_into, math_into, ternary_into};
+use crate::error::Error;
+use crate::math::{FloatMath, MathFn};
+use crate::parallel::map_reduce;
+use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
+
+/// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise.
+pub(crate) fn standard<'v, T: Clone>(x: &'v ArrayViewD<'_, T>) -> CowArray<'v, T, IxDyn> {
+    x.as_standard_layout()
+}
+
+/// The slice of a standard-layout array.
+pub(crate) fn flat<'a, T>(x: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
+    x.as_slice().expect("a standard-layout array is contiguous")
+}
+
+/// A fresh array of `shape` from a vector of the right length.
+pub(crate) fn from_vec<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
+    ArrayD::from_shape_vec(IxDyn(shape), v).expect("the kernel filled exactly the shape's elements")
+}
+
+/// Runs a broadcasting binary kernel and allocates its result.
+fn binary<'a, 'b, A, B, O, F>(
+    op: &'static str,
+    a: impl IntoView<'a, A>,
+    b: impl IntoView<'b, B>,
+    f: F,
+) -> Result<ArrayD<O>, Error>
+where
+    A: Element,
+    B: Element,
+    O: Element,
+    F: Fn(A, B) -> O + Sync,
+{
+    let (a, b) = (a.into_view(), b.into_view());
+    let shape = broadcast_shapes(op, a.shape(), b.shape())?;
+    let (sa, sb) = (standard(&a), standard(&b));
+    let mut out = vec![O::default(); shape.iter().product()];
+    binary_into(
+        flat(&sa),
+        a.shape(),
+        flat(&sb),
+        b.shape(),
+        &shape,
+        &mut out,
+        f,
+    );
+    Ok(from_vec(&shape, out))
+}
+
+/// Runs a unary kernel and allocates its result.
+fn unary<'a, A: Element, O: Element>(
+    x: impl IntoView<'a, A>,
+    f: impl Fn(A) -> O + Sync,
+) -> Result<ArrayD<O>, Error> {
+    let x = x.into_view();
+    let sx = standard(&x);
+    let mut out = vec![O::default(); x.len()];
+    map_into(flat(&sx), &mut out, f);
+    Ok(from_vec(x.shape(), out))
+}
+
+/// Runs a dispatched math function over `x` and allocates its result.
+fn math<'a, T: FloatMath>(x: impl IntoView<'a, T>, f: MathFn) -> Result<ArrayD<T>, Error> {
+    let x = x.into_view();
+    let sx = standard(&x);
+    let mut out = vec![T::ZERO; x.len()];
+    math_into(f, flat(&sx), &mut out);
+    Ok(from_vec(x.shape(), out))
+}
+
+macro_rules! binary_numeric {
+    ($($(#[$doc:meta])* $name:ident => $method:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'a, 'b, T: Numeric>(a: impl IntoView<'a, T>, b: impl IntoView<'b, T>) -> Result<ArrayD<T>, Error> {
+            binary(stringify!($name), a, b, T::$method)
+        }
+    )*};
+}
+
+binary_numeric! {
+    /// `a + b` with broadcasting (integers wrap).
+    add => add;
+    /// `a - b` with broadcasting (integers wrap).
+    sub => sub;
+    /// `a * b` with broadcasting (integers wrap).
+    mul => mul;
+    /// `a / b` with broadcasting; integer division by zero gives 0.
+    div => div;
+    /// `a` to the power `b` with broadcasting.
+    pow => pow;
+    /// The NaN-propagating elementwise maximum.
+    maximum => maximum;
+    /// The NaN-propagating elementwise minimum.
+    minimum => minimum;
+}
+
+macro_rules! comparison {
+    ($($(#[$doc:meta])* $name:ident => $op:tt;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'a, 'b, T: Element + PartialOrd>(a: impl IntoView<'a, T>, b: impl IntoView<'b, T>) -> Result<ArrayD<bool>, Error> {
+            binary(stringify!($name), a, b, |x: T, y: T| x $op y)
+        }
+    )*};
+}
+
+comparison! {
+    /// `a < b` elementwise with broadcasting.
+    less => <;
+    /// `a <= b` elementwise with broadcasting.
+    less_equal => <=;
+    /// `a > b` elementwise with broadcasting.
+    greater => >;
+    /// `a >= b` elementwise with broadcasting.
+    greater_equal => >=;
+    /// `a == b` elementwise with broadcasting.
+    equal => ==;
+    /// `a != b` elementwise with broadcasting.
+    not_equal => !=;
+}
+
+/// `|x|` (integers wrap: `abs(MIN) = MIN`).
+pub fn abs<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, T::abs)
+}
+
+/// `-x` (integers wrap).
+pub fn neg<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, T::neg)
+}
+
+/// `x * x`.
+pub fn square<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, |v: T| v.mul(v))
+}
+
+/// `max(x, 0)`; NaN stays NaN.
+pub fn relu<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, |v: T| if v < T::ZERO { T::ZERO } else { v })
+}
+
+macro_rules! unary_math {
+    ($($(#[$doc:meta])* $name:ident => $f:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'a, T: FloatMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+            math(x, MathFn::$f)
+        }
+    )*};
+}
+
+unary_math! {
+    /// `e^x`.
+    exp => Exp;
+    /// The natural logarithm.
+    log => Log;
+    /// The square root.
+    sqrt => Sqrt;
+    /// `1 / sqrt(x)`.
+    rsqrt => Rsqrt;
+    /// The hyperbolic tangent.
+    tanh => Tanh;
+    /// The logistic function `1 / (1 + e^-x)`.
+    sigmoid => Sigmoid;
+    /// The sine.
+    sin => Sin;
+    /// The cosine.
+    cos => Cos;
+}
+
+/// `cond ? a : b` elementwise, the three operands broadcast together.
+pub fn select<'a, 'b, 'c, T: Element>(
+    cond: impl IntoView<'a, bool>,
+    a: impl IntoView<'b, T>,
+    b: impl IntoView<'c, T>,
+) -> Result<ArrayD<T>, Error> {
+    let (c, a, b) = (cond.into_view(), a.into_view(), b.into_view());
+    let ab = broadcast_shapes("select", a.shape(), b.shape())?;
+    let shape = broadcast_shapes("select", c.shape(), &ab)?;
+    let (sc, sa, sb) = (standard(&c), standard(&a), standard(&b));
+    let mut out = vec![T::default(); shape.iter().product()];
+    ternary_into(
+        flat(&sc),
+        c.shape(),
+        flat(&sa),
+        a.shape(),
+        flat(&sb),
+        b.shape(),
+        &shape,
+        &mut out,
+        |c: bool, x: T, y: T| if c { x } else { y },
+    );
+    Ok(from_vec(&shape, out))
+}
+
+/// Converts every element with Rust `as` semantics (see [`CastTo`]); `cast::<f32, _>(&x)`.
+pub fn cast<'a, U: Element, T: CastTo<U>>(x: impl IntoView<'a, T>) -> Result<ArrayD<U>, Error> {
+    unary(x, T::cast_to)
+}
+
+/// An array of zeros.
+pub fn zeros<T: Numeric>(shape: &[usize]) -> ArrayD<T> {
+    ArrayD::from_elem(IxDyn(shape), T::ZERO)
+}
+
+/// An array of ones.
+pub fn ones<T: Numeric>(shape: &[usize]) -> ArrayD<T> {
+    ArrayD::from_elem(IxDyn(shape), T::ONE)
+}
+
+/// An array with every element `v`.
+pub fn fill<T: Element>(shape: &[usize], v: T) -> ArrayD<T> {
+    ArrayD::from_elem(IxDyn(shape), v)
+}
+
+/// A rank-0 array holding `v`.
+pub fn constant<T: Element>(v: T) -> ArrayD<T> {
+    ArrayD::from_elem(IxDyn(&[]), v)
+}
+
+/// Whether `pred` holds for every element (in parallel for large inputs).
+fn all<T: Element>(x: &ArrayViewD<'_, T>, pred: impl Fn(T) -> bool + Sync) -> bool {
+    let sx = standard(x);
+    let s = flat(&sx);
+    map_reduce(s.len(), 1, |r| s[r].iter().all(|&v| pred(v)), |a, b| a && b)
+}
+
+/// The error of a failed check.
+#[cold]
+fn assertion(op: &'static str, msg: &str) -> Error {
+    Error::Assertion {
+        op,
+        message: msg.to_string(),
+        line: 0,
+    }
+}
+
+/// Fails unless every element is `>= 0` (NaN fails).
+pub fn assert_non_negative<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    msg: &str,
+) -> Result<(), Error> {
+    let x = x.into_view();
+    if all(&x, |v| v >= T::ZERO) {
+        Ok(())
+    } else {
+        Err(assertion("assert_non_negative", msg))
+    }
+}
+
+/// Fails unless `x > y` everywhere (broadcasting; NaN fails; a shape error if they do not broadcast).
+pub fn assert_greater<'a, 'b, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    y: impl IntoView<'b, T>,
+    msg: &str,
+) -> Result<(), Error> {
+    let ok = binary("assert_greater", x, y, |a: T, b: T| a > b)?;
+    if all(&ok.view(), |v| v) {
+        Ok(())
+    } else {
+        Err(assertion("assert_greater", msg))
+    }
+}
+
+/// Fails unless `x < y` everywhere (broadcasting; NaN fails; a shape error if they do not broadcast).
+pub fn assert_less<'a, 'b, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    y: impl IntoView<'b, T>,
+    msg: &str,
+) -> Result<(), Error> {
+    let ok = binary("assert_less", x, y, |a: T, b: T| a < b)?;
+    if all(&ok.view(), |v| v) {
+        Ok(())
+    } else {
+        Err(assertion("assert_less", msg))
+    }
+}
+
+/// Fails if any element is NaN or infinite.
+pub fn assert_all_finite<'a, T: Float>(x: impl IntoView<'a, T>, msg: &str) -> Result<(), Error> {
+    let x = x.into_view();
+    if all(&x, |v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(assertion("assert_all_finite", msg))
+    }
+}
