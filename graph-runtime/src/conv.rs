@@ -1,4 +1,14 @@
 //! conv2d (NHWC input, HWIO kernel, stride, SAME/VALID padding) as im2col + GEMM per block of output pixels, with an epilogue hook.
+//!
+//! The output pixels (flat over batch, row and column) are cut into blocks that run on
+//! rayon. Each block gathers its input patches into a thread-local scratch matrix
+//! `[pixels, KH*KW*Cin]` (im2col), multiplies it by the kernel seen as a
+//! `[KH*KW*Cin, Cout]` matrix straight into its part of the output, and hands that part to
+//! the epilogue while it is still in cache.
+
+use rayon::prelude::*;
+
+use crate::matmul::{GemmElement, ROW_ALIGN};
 
 /// Padding mode of `conv2d`, with TensorFlow's semantics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -13,3 +23,217 @@ pub enum Padding {
 pub const SAME: Padding = Padding::Same;
 /// `VALID` padding, as written in a `#[graph]` body.
 pub const VALID: Padding = Padding::Valid;
+
+/// Target size in bytes of one block's im2col matrix: it should stay in L2 while the GEMM reads it.
+pub const IM2COL_BLOCK_BYTES: usize = 1 << 17;
+
+/// Convolutions with fewer multiply-adds than this run on the calling thread.
+pub const SEQUENTIAL_MACS: usize = 1 << 16;
+
+/// How many blocks each rayon thread should get at least, for load balance.
+pub const BLOCKS_PER_THREAD: usize = 4;
+
+/// The output height and width of a convolution, as TensorFlow computes them.
+///
+/// `None` if the stride is 0, the kernel is empty, or a VALID kernel is larger than the input.
+pub fn conv2d_output_hw(
+    h: usize,
+    w: usize,
+    kh: usize,
+    kw: usize,
+    stride: usize,
+    padding: Padding,
+) -> Option<(usize, usize)> {
+    if stride == 0 || kh == 0 || kw == 0 {
+        return None;
+    }
+    match padding {
+        Padding::Same => Some((h.div_ceil(stride), w.div_ceil(stride))),
+        Padding::Valid => {
+            if kh > h || kw > w {
+                return None;
+            }
+            Some(((h - kh) / stride + 1, (w - kw) / stride + 1))
+        }
+    }
+}
+
+/// Padding before the first row (or column): TensorFlow puts the odd pixel after.
+fn pad_before(
+    input: usize,
+    output: usize,
+    kernel: usize,
+    stride: usize,
+    padding: Padding,
+) -> usize {
+    match padding {
+        Padding::Valid => 0,
+        Padding::Same => ((output.saturating_sub(1)) * stride + kernel).saturating_sub(input) / 2,
+    }
+}
+
+/// The geometry of one convolution, resolved once.
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    h: usize,
+    w: usize,
+    cin: usize,
+    kh: usize,
+    kw: usize,
+    cout: usize,
+    oh: usize,
+    ow: usize,
+    stride: usize,
+    pad_top: usize,
+    pad_left: usize,
+}
+
+impl Geometry {
+    /// Columns of the im2col matrix: one patch.
+    fn patch(&self) -> usize {
+        self.kh * self.kw * self.cin
+    }
+
+    /// Whether im2col is the identity (a 1x1 kernel at stride 1 without padding).
+    fn is_pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.stride == 1 && self.pad_top == 0 && self.pad_left == 0
+    }
+}
+
+/// `out = conv2d(x, k)` with `x` `[N, H, W, Cin]`, `k` `[KH, KW, Cin, Cout]`, `out`
+/// `[N, OH, OW, Cout]`, all row-major; then `epilogue(first_pixel, block)` on each finished
+/// block of output pixels (`block` holds `pixels * Cout` elements, pixels counted flat over
+/// `N, OH, OW`). Every output element is passed to the epilogue exactly once.
+///
+/// Panics if the shapes disagree or a slice has the wrong length (callers check first).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_into<T: GemmElement, E>(
+    x: &[T],
+    x_shape: [usize; 4],
+    k: &[T],
+    k_shape: [usize; 4],
+    stride: usize,
+    padding: Padding,
+    out: &mut [T],
+    epilogue: E,
+) where
+    E: Fn(usize, &mut [T]) + Sync,
+{
+    let [n, h, w, cin] = x_shape;
+    let [kh, kw, kcin, cout] = k_shape;
+    assert_eq!(cin, kcin, "conv2d_into: channel counts differ");
+    let (oh, ow) =
+        conv2d_output_hw(h, w, kh, kw, stride, padding).expect("conv2d_into: bad geometry");
+    assert!(
+        x.len() == n * h * w * cin
+            && k.len() == kh * kw * cin * cout
+            && out.len() == n * oh * ow * cout,
+        "conv2d_into: slices do not match shapes"
+    );
+    if out.is_empty() {
+        return;
+    }
+    let g = Geometry {
+        h,
+        w,
+        cin,
+        kh,
+        kw,
+        cout,
+        oh,
+        ow,
+        stride,
+        pad_top: pad_before(h, oh, kh, stride, padding),
+        pad_left: pad_before(w, ow, kw, stride, padding),
+    };
+    let pixels = n * oh * ow;
+    let run = |(bi, block): (usize, &mut [T]), pb: usize| {
+        let p0 = bi * pb;
+        conv_block(x, k, &g, p0, block);
+        epilogue(p0, block);
+    };
+    if pixels.saturating_mul(g.patch()).saturating_mul(cout) < SEQUENTIAL_MACS {
+        run((0, out), pixels);
+        return;
+    }
+    let pb = pixels_per_block(pixels, g.patch(), std::mem::size_of::<T>());
+    // LOOP 1 (parallel): over blocks of `pb` output pixels.
+    out.par_chunks_mut(pb * cout)
+        .enumerate()
+        .for_each(|item| run(item, pb));
+}
+
+/// Output pixels per parallel block: the im2col matrix fits `IM2COL_BLOCK_BYTES`, and there are enough blocks to share.
+fn pixels_per_block(pixels: usize, patch: usize, elem: usize) -> usize {
+    let threads = rayon::current_num_threads().max(1);
+    let by_cache = IM2COL_BLOCK_BYTES / (patch.max(1) * elem);
+    let by_balance = pixels.div_ceil(threads * BLOCKS_PER_THREAD);
+    let pb = by_cache.min(by_balance).max(ROW_ALIGN);
+    pb.div_ceil(ROW_ALIGN) * ROW_ALIGN
+}
+
+/// One block: im2col of pixels `p0..p0 + block.len() / Cout` into scratch, then the GEMM into `block`.
+fn conv_block<T: GemmElement>(x: &[T], k: &[T], g: &Geometry, p0: usize, block: &mut [T]) {
+    let rows = block.len() / g.cout;
+    let patch = g.patch();
+    if patch == 0 {
+        // No input channels: every sum is empty.
+        block.fill(T::ZERO);
+        return;
+    }
+    if g.is_pointwise() {
+        // The input rows are the patches already.
+        T::gemm_block(
+            rows,
+            patch,
+            g.cout,
+            &x[p0 * patch..(p0 + rows) * patch],
+            k,
+            block,
+        );
+        return;
+    }
+    T::with_scratch(rows * patch, |cols| {
+        // LOOP 2: over the block's pixels, gathering each patch.
+        for (r, col) in cols.chunks_exact_mut(patch).enumerate() {
+            im2col_pixel(x, g, p0 + r, col);
+        }
+        // LOOP 3 (inside the GEMM core): [rows, patch] x [patch, Cout].
+        T::gemm_block(rows, patch, g.cout, cols, k, block);
+    });
+}
+
+/// Writes the patch of output pixel `p` (flat over N, OH, OW) into `col`, zeros where it overhangs the input.
+#[inline]
+fn im2col_pixel<T: GemmElement>(x: &[T], g: &Geometry, p: usize, col: &mut [T]) {
+    let ow_i = p % g.ow;
+    let oh_i = (p / g.ow) % g.oh;
+    let n_i = p / (g.ow * g.oh);
+    let row_len = g.kw * g.cin;
+    // Input column of the patch's first kernel column; may be "negative" (in the padding).
+    let iw0 = (ow_i * g.stride) as isize - g.pad_left as isize;
+    let whole_row = iw0 >= 0 && iw0 as usize + g.kw <= g.w;
+    for (ki, dst) in col.chunks_exact_mut(row_len).enumerate() {
+        let ih = (oh_i * g.stride + ki) as isize - g.pad_top as isize;
+        if ih < 0 || ih as usize >= g.h {
+            dst.fill(T::ZERO);
+            continue;
+        }
+        let row = (n_i * g.h + ih as usize) * g.w;
+        if whole_row {
+            // The KW input pixels are adjacent in NHWC: one contiguous copy.
+            let s = (row + iw0 as usize) * g.cin;
+            dst.copy_from_slice(&x[s..s + row_len]);
+            continue;
+        }
+        for (kj, d) in dst.chunks_exact_mut(g.cin).enumerate() {
+            let iw = iw0 + kj as isize;
+            if iw < 0 || iw as usize >= g.w {
+                d.fill(T::ZERO);
+            } else {
+                let s = (row + iw as usize) * g.cin;
+                d.copy_from_slice(&x[s..s + g.cin]);
+            }
+        }
+    }
+}

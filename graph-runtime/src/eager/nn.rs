@@ -1,1 +1,148 @@
-//! Eager ops: nn (filled in by the kernel work).
+//! Eager neural-net ops: `conv2d` and `bias_add` over ndarray operands, on the same kernels as compiled graphs.
+
+use ndarray::ArrayD;
+use rayon::prelude::*;
+
+use super::linalg::{contiguous, from_vec};
+use super::IntoView;
+use crate::conv::{conv2d_into, conv2d_output_hw, Padding};
+use crate::dtype::Numeric;
+use crate::error::Error;
+use crate::matmul::GemmElement;
+
+/// `bias_add` splits its rows over rayon above this many elements.
+pub const BIAS_PARALLEL_ELEMS: usize = 1 << 15;
+
+/// Rows of `bias_add` per parallel task hold at least this many elements.
+const BIAS_CHUNK_ELEMS: usize = 1 << 13;
+
+/// `conv2d(x, k, stride, padding)`: `x` `[N, H, W, Cin]`, `k` `[KH, KW, Cin, Cout]`, result `[N, OH, OW, Cout]`.
+pub fn conv2d<'a, T: GemmElement>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    stride: usize,
+    padding: Padding,
+) -> Result<ArrayD<T>, Error> {
+    let (x, k) = (x.into_view(), k.into_view());
+    let (sx, sk) = (x.shape(), k.shape());
+    if sx.len() != 4 {
+        return Err(Error::shape(
+            "conv2d",
+            format!(
+                "the input must have rank 4 [N, H, W, Cin], found rank {}",
+                sx.len()
+            ),
+            sx,
+            sk,
+            None,
+        ));
+    }
+    if sk.len() != 4 {
+        return Err(Error::shape(
+            "conv2d",
+            format!(
+                "the kernel must have rank 4 [KH, KW, Cin, Cout], found rank {}",
+                sk.len()
+            ),
+            sx,
+            sk,
+            None,
+        ));
+    }
+    if sx[3] != sk[2] {
+        return Err(Error::shape(
+            "conv2d",
+            format!(
+                "input channels differ: axis 3 of the input is {} but axis 2 of the kernel is {}",
+                sx[3], sk[2]
+            ),
+            sx,
+            sk,
+            Some(3),
+        ));
+    }
+    if stride == 0 {
+        return Err(Error::invalid("conv2d", "the stride must be at least 1"));
+    }
+    let Some((oh, ow)) = conv2d_output_hw(sx[1], sx[2], sk[0], sk[1], stride, padding) else {
+        let axis = if sk[0] == 0 || sk[0] > sx[1] { 1 } else { 2 };
+        return Err(Error::shape(
+            "conv2d",
+            "the kernel is empty or larger than the input under VALID padding",
+            sx,
+            sk,
+            Some(axis),
+        ));
+    };
+    let x_shape = [sx[0], sx[1], sx[2], sx[3]];
+    let k_shape = [sk[0], sk[1], sk[2], sk[3]];
+    let (x, k) = (x.as_standard_layout(), k.as_standard_layout());
+    let mut out = vec![T::ZERO; x_shape[0] * oh * ow * k_shape[3]];
+    conv2d_into(
+        contiguous(&x),
+        x_shape,
+        contiguous(&k),
+        k_shape,
+        stride,
+        padding,
+        &mut out,
+        |_, _| {},
+    );
+    Ok(from_vec(vec![x_shape[0], oh, ow, k_shape[3]], out))
+}
+
+/// `bias_add(x, b)`: adds the vector `b` along the last axis of `x`.
+pub fn bias_add<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    b: impl IntoView<'a, T>,
+) -> Result<ArrayD<T>, Error> {
+    let (x, b) = (x.into_view(), b.into_view());
+    let (sx, sb) = (x.shape(), b.shape());
+    if sb.len() != 1 {
+        return Err(Error::shape(
+            "bias_add",
+            format!("the bias must have rank 1, found rank {}", sb.len()),
+            sx,
+            sb,
+            None,
+        ));
+    }
+    let last = sx.len().checked_sub(1);
+    let channels = last.map(|a| sx[a]);
+    if channels != Some(sb[0]) {
+        return Err(Error::shape(
+            "bias_add",
+            format!(
+                "the bias has {} elements but the last axis of the input has {}",
+                sb[0],
+                channels.map_or_else(|| "none (rank 0)".to_string(), |c| c.to_string())
+            ),
+            sx,
+            sb,
+            last,
+        ));
+    }
+    let shape = sx.to_vec();
+    let x = x.as_standard_layout();
+    let mut out = contiguous(&x).to_vec();
+    let b = b.as_standard_layout();
+    let b = contiguous(&b);
+    let c = b.len();
+    if c == 0 || out.is_empty() {
+        return Ok(from_vec(shape, out));
+    }
+    let add_rows = |rows: &mut [T]| {
+        for row in rows.chunks_exact_mut(c) {
+            for (o, &v) in row.iter_mut().zip(b) {
+                *o = o.add(v);
+            }
+        }
+    };
+    if out.len() < BIAS_PARALLEL_ELEMS {
+        add_rows(&mut out);
+    } else {
+        let rows_per_task = BIAS_CHUNK_ELEMS.div_ceil(c);
+        out.par_chunks_mut(rows_per_task * c).for_each(add_rows);
+    }
+    Ok(from_vec(shape, out))
+}

@@ -1,0 +1,544 @@
+//! Linear-algebra kernels (matmul, conv2d, transpose, reshape, bias_add) against naive references, plus every eager shape check.
+
+mod linalg_harness;
+
+use graph_runtime::conv::{conv2d_into, conv2d_output_hw, Padding, SAME, VALID};
+use graph_runtime::eager;
+use graph_runtime::layout::{check_perm, transpose_into};
+use graph_runtime::matmul::{matmul_into, no_epilogue, GemmElement, MatmulDims};
+use graph_runtime::Error;
+use linalg_harness::{assert_close, naive_conv2d, naive_matmul, Rng};
+use ndarray::{Array, ArrayD, IxDyn};
+
+/// Shapes `(m, k, n)` from trivial to odd, with one large enough for the parallel path.
+const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
+    (0, 3, 4),
+    (3, 0, 4),
+    (3, 4, 0),
+    (1, 1, 1),
+    (1, 7, 1),
+    (7, 7, 7),
+    (33, 17, 9),
+    (5, 33, 65),
+    (67, 45, 31),
+    (129, 63, 71),
+    (3, 1023, 5),
+];
+
+fn check_matmul<T: GemmElement>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    for &(m, k, n) in MATMUL_SHAPES {
+        let a: Vec<T> = rng.values(m * k);
+        let b: Vec<T> = rng.values(k * n);
+        let mut out = vec![T::ONE; m * n];
+        matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue);
+        assert_close(
+            &out,
+            &naive_matmul(&a, &b, m, k, n),
+            k as f64,
+            &format!("{m}x{k}x{n}"),
+        );
+    }
+}
+
+#[test]
+fn matmul_matches_naive_for_every_type() {
+    check_matmul::<f32>(1);
+    check_matmul::<f64>(2);
+    check_matmul::<i32>(3);
+    check_matmul::<i64>(4);
+}
+
+#[test]
+fn matmul_batched_and_broadcast() {
+    let mut rng = Rng::new(5);
+    let (batch, m, k, n) = (3, 41, 23, 37);
+    let a: Vec<f32> = rng.values(batch * m * k);
+    let b: Vec<f32> = rng.values(batch * k * n);
+    // (a batched?, b batched?)
+    for (ab, bb) in [(true, true), (true, false), (false, true)] {
+        let dims = MatmulDims {
+            batch,
+            m,
+            k,
+            n,
+            a_batch_stride: if ab { m * k } else { 0 },
+            b_batch_stride: if bb { k * n } else { 0 },
+        };
+        let mut out = vec![0.0f32; batch * m * n];
+        matmul_into(&a, &b, &mut out, dims, no_epilogue);
+        for i in 0..batch {
+            let ai = if ab {
+                &a[i * m * k..(i + 1) * m * k]
+            } else {
+                &a[..m * k]
+            };
+            let bi = if bb {
+                &b[i * k * n..(i + 1) * k * n]
+            } else {
+                &b[..k * n]
+            };
+            let want = naive_matmul(ai, bi, m, k, n);
+            assert_close(
+                &out[i * m * n..(i + 1) * m * n],
+                &want,
+                k as f64,
+                &format!("batch {i} ({ab}, {bb})"),
+            );
+        }
+    }
+}
+
+#[test]
+fn matmul_epilogue_runs_once_per_element_with_its_position() {
+    let mut rng = Rng::new(6);
+    // Small (sequential path) and large (parallel blocks), batched.
+    for &(batch, m, k, n) in &[(1, 5, 4, 3), (2, 150, 40, 60), (2, 9, 0, 5)] {
+        let a: Vec<f64> = rng.values(batch * m * k);
+        let b: Vec<f64> = rng.values(batch * k * n);
+        let dims = MatmulDims {
+            batch,
+            m,
+            k,
+            n,
+            a_batch_stride: m * k,
+            b_batch_stride: k * n,
+        };
+        let mut out = vec![0.0f64; batch * m * n];
+        // The epilogue adds 1 plus a code of the element's (batch, row), so a misplaced
+        // block or a second call shows up.
+        matmul_into(&a, &b, &mut out, dims, |bi, r0, block: &mut [f64]| {
+            assert_eq!(block.len() % n, 0);
+            for (i, v) in block.iter_mut().enumerate() {
+                *v += 1.0 + (bi * 1000 + r0 + i / n) as f64;
+            }
+        });
+        for bi in 0..batch {
+            let want = naive_matmul(&a[bi * m * k..], &b[bi * k * n..], m, k, n);
+            let want: Vec<f64> = want
+                .iter()
+                .enumerate()
+                .map(|(i, w)| w + 1.0 + (bi * 1000 + i / n) as f64)
+                .collect();
+            assert_close(
+                &out[bi * m * n..(bi + 1) * m * n],
+                &want,
+                k as f64,
+                "epilogue",
+            );
+        }
+    }
+}
+
+#[test]
+fn matmul_propagates_nan() {
+    let (m, k, n) = (70, 50, 80);
+    let mut a = vec![1.0f32; m * k];
+    let b = vec![1.0f32; k * n];
+    a[3 * k + 7] = f32::NAN;
+    let mut out = vec![0.0f32; m * n];
+    matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue);
+    for i in 0..m {
+        for j in 0..n {
+            assert_eq!(out[i * n + j].is_nan(), i == 3, "row {i} col {j}");
+        }
+    }
+}
+
+fn check_conv<T: GemmElement>(
+    seed: u64,
+    xs: [usize; 4],
+    ks: [usize; 4],
+    stride: usize,
+    padding: Padding,
+) {
+    let mut rng = Rng::new(seed);
+    let x: Vec<T> = rng.values(xs.iter().product());
+    let k: Vec<T> = rng.values(ks.iter().product());
+    let (oh, ow) = conv2d_output_hw(xs[1], xs[2], ks[0], ks[1], stride, padding).unwrap();
+    let mut out = vec![T::ONE; xs[0] * oh * ow * ks[3]];
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    conv2d_into(
+        &x,
+        xs,
+        &k,
+        ks,
+        stride,
+        padding,
+        &mut out,
+        |p0, block: &mut [T]| {
+            calls.fetch_add(block.len(), std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(block.len() % ks[3], 0);
+            assert!(p0 * ks[3] + block.len() <= xs[0] * oh * ow * ks[3]);
+            for v in block.iter_mut() {
+                *v = v.add(T::ONE);
+            }
+        },
+    );
+    assert_eq!(calls.into_inner(), out.len(), "epilogue coverage");
+    let want: Vec<f64> = naive_conv2d(&x, xs, &k, ks, stride, padding)
+        .into_iter()
+        .map(|v| v + 1.0)
+        .collect();
+    let what = format!("conv {xs:?} {ks:?} stride {stride} {padding:?}");
+    assert_close(&out, &want, (ks[0] * ks[1] * ks[2]) as f64, &what);
+}
+
+#[test]
+fn conv2d_matches_naive() {
+    let cases: &[([usize; 4], [usize; 4], usize, Padding)] = &[
+        ([1, 5, 5, 1], [3, 3, 1, 1], 1, SAME),
+        ([1, 5, 5, 1], [3, 3, 1, 1], 1, VALID),
+        ([2, 7, 9, 3], [3, 3, 3, 16], 1, SAME),
+        ([2, 7, 9, 3], [3, 3, 3, 16], 2, SAME),
+        ([2, 7, 9, 3], [3, 3, 3, 5], 2, VALID),
+        ([1, 8, 6, 16], [3, 3, 16, 16], 1, SAME),
+        ([1, 9, 11, 16], [3, 2, 16, 4], 2, SAME),
+        ([1, 10, 10, 16], [4, 4, 16, 3], 3, VALID),
+        ([1, 6, 6, 4], [1, 1, 4, 7], 1, SAME),
+        ([1, 6, 6, 4], [1, 1, 4, 7], 2, VALID),
+        ([1, 3, 3, 2], [5, 5, 2, 3], 1, SAME),
+        ([1, 4, 4, 3], [4, 4, 3, 2], 1, VALID),
+        // Large enough to split into parallel blocks.
+        ([2, 33, 31, 3], [3, 3, 3, 16], 1, SAME),
+    ];
+    for (i, &(xs, ks, stride, padding)) in cases.iter().enumerate() {
+        check_conv::<f32>(10 + i as u64, xs, ks, stride, padding);
+        check_conv::<f64>(30 + i as u64, xs, ks, stride, padding);
+        check_conv::<i32>(50 + i as u64, xs, ks, stride, padding);
+    }
+    check_conv::<i64>(70, [1, 7, 5, 3], [3, 3, 3, 4], 2, SAME);
+}
+
+#[test]
+fn conv2d_output_sizes_follow_tensorflow() {
+    assert_eq!(conv2d_output_hw(5, 5, 3, 3, 1, SAME), Some((5, 5)));
+    assert_eq!(conv2d_output_hw(5, 6, 3, 3, 2, SAME), Some((3, 3)));
+    assert_eq!(conv2d_output_hw(5, 6, 3, 3, 2, VALID), Some((2, 2)));
+    assert_eq!(conv2d_output_hw(3, 3, 4, 1, 1, VALID), None);
+    assert_eq!(conv2d_output_hw(3, 3, 1, 1, 0, SAME), None);
+}
+
+#[test]
+fn conv2d_propagates_nan() {
+    let xs = [1, 6, 6, 3];
+    let ks = [3, 3, 3, 2];
+    let mut x = vec![1.0f32; 6 * 6 * 3];
+    x[(2 * 6 + 2) * 3 + 1] = f32::NAN; // pixel (2, 2)
+    let k = vec![1.0f32; 3 * 3 * 3 * 2];
+    let mut out = vec![0.0f32; 6 * 6 * 2];
+    conv2d_into(&x, xs, &k, ks, 1, SAME, &mut out, |_, _: &mut [f32]| {});
+    for y in 0..6usize {
+        for xo in 0..6usize {
+            let touched = y.abs_diff(2) <= 1 && xo.abs_diff(2) <= 1;
+            assert_eq!(out[(y * 6 + xo) * 2].is_nan(), touched, "pixel ({y}, {xo})");
+        }
+    }
+}
+
+/// Naive permutation through ndarray's views.
+fn naive_transpose(x: &ArrayD<i64>, perm: &[usize]) -> Vec<i64> {
+    x.clone()
+        .permuted_axes(IxDyn(perm))
+        .iter()
+        .copied()
+        .collect()
+}
+
+#[test]
+fn transpose_matches_naive_for_random_perms() {
+    let mut rng = Rng::new(90);
+    for case in 0..60 {
+        let rank = 1 + case % 5;
+        let shape: Vec<usize> = (0..rank).map(|_| 1 + rng.below(5)).collect();
+        let len: usize = shape.iter().product();
+        let x = Array::from_shape_vec(IxDyn(&shape), (0..len as i64).collect()).unwrap();
+        let perm = rng.perm(rank);
+        let mut out = vec![0i64; len];
+        transpose_into(x.as_slice().unwrap(), &shape, &perm, &mut out);
+        assert_eq!(
+            out,
+            naive_transpose(&x, &perm),
+            "shape {shape:?} perm {perm:?}"
+        );
+    }
+    // Big enough for the parallel paths: 2-D tiles, batched tiles, general gather.
+    for (shape, perm) in [
+        (vec![300, 130], vec![1, 0]),
+        (vec![3, 120, 101], vec![0, 2, 1]),
+        (vec![20, 30, 70], vec![2, 0, 1]),
+        (vec![6, 10, 9, 70], vec![3, 1, 0, 2]),
+    ] {
+        let len: usize = shape.iter().product();
+        let x = Array::from_shape_vec(IxDyn(&shape), (0..len as i64).collect()).unwrap();
+        let mut out = vec![0i64; len];
+        transpose_into(x.as_slice().unwrap(), &shape, &perm, &mut out);
+        assert_eq!(
+            out,
+            naive_transpose(&x, &perm),
+            "shape {shape:?} perm {perm:?}"
+        );
+    }
+}
+
+#[test]
+fn check_perm_rejects_non_permutations() {
+    assert!(check_perm(&[1, 0, 2], 3).is_ok());
+    assert!(check_perm(&[], 0).is_ok());
+    for (perm, rank) in [(&[0, 0][..], 2), (&[0, 2][..], 2), (&[0][..], 2)] {
+        match check_perm(perm, rank) {
+            Err(Error::InvalidArgument { op, message }) => {
+                assert_eq!(op, "transpose");
+                assert!(message.contains(&format!("{perm:?}")), "{message}");
+            }
+            other => panic!("{perm:?}: expected InvalidArgument, got {other:?}"),
+        }
+    }
+}
+
+fn arr(shape: &[usize], rng: &mut Rng) -> ArrayD<f32> {
+    let len = shape.iter().product();
+    Array::from_shape_vec(IxDyn(shape), rng.values(len)).unwrap()
+}
+
+#[test]
+fn eager_matmul_shapes_and_views() {
+    let mut rng = Rng::new(100);
+    let a = arr(&[7, 5], &mut rng);
+    let b = arr(&[5, 3], &mut rng);
+    let want = a
+        .clone()
+        .into_dimensionality::<ndarray::Ix2>()
+        .unwrap()
+        .dot(&b.clone().into_dimensionality::<ndarray::Ix2>().unwrap());
+    let got = eager::matmul(&a, &b).unwrap();
+    assert_eq!(got.shape(), &[7, 3]);
+    assert_close(
+        got.as_slice().unwrap(),
+        &want.iter().map(|&v| v as f64).collect::<Vec<_>>(),
+        5.0,
+        "2-D",
+    );
+    // A transposed (non-contiguous) view is copied to row-major first.
+    let bt = arr(&[3, 5], &mut rng);
+    let got = eager::matmul(&a, bt.t()).unwrap();
+    let bt_std: Vec<f32> = bt.t().iter().copied().collect();
+    assert_close(
+        got.as_slice().unwrap(),
+        &naive_matmul(a.as_slice().unwrap(), &bt_std, 7, 5, 3),
+        5.0,
+        "view",
+    );
+    // Batched, and a matrix broadcast over the batch.
+    let a3 = arr(&[2, 4, 5], &mut rng);
+    let b3 = arr(&[2, 5, 6], &mut rng);
+    let got = eager::matmul(&a3, &b3).unwrap();
+    assert_eq!(got.shape(), &[2, 4, 6]);
+    let got = eager::matmul(&a3, &b).unwrap();
+    assert_eq!(got.shape(), &[2, 4, 3]);
+    let want = naive_matmul(
+        &a3.as_slice().unwrap()[20..],
+        b.as_slice().unwrap(),
+        4,
+        5,
+        3,
+    );
+    assert_close(&got.as_slice().unwrap()[12..], &want, 5.0, "broadcast");
+}
+
+/// Asserts a shape error naming `op`, both shapes and `axis`.
+fn assert_shape_err(
+    r: Result<ArrayD<f32>, Error>,
+    op: &str,
+    left: &[usize],
+    right: &[usize],
+    axis: Option<usize>,
+) {
+    match r {
+        Err(e @ Error::Shape { .. }) => {
+            let text = e.to_string();
+            let Error::Shape {
+                op: o,
+                left: l,
+                right: rt,
+                axis: ax,
+                ..
+            } = e
+            else {
+                unreachable!()
+            };
+            assert_eq!(
+                (o, l.as_slice(), rt.as_slice(), ax),
+                (op, left, right, axis),
+                "{text}"
+            );
+            assert!(text.contains(&format!("`{op}`")), "{text}");
+            assert!(
+                text.contains(&format!("{left:?}")) && text.contains(&format!("{right:?}")),
+                "{text}"
+            );
+        }
+        other => panic!("expected a shape error from {op}, got {other:?}"),
+    }
+}
+
+#[test]
+fn eager_matmul_errors() {
+    let mut rng = Rng::new(101);
+    let a = arr(&[4, 784], &mut rng);
+    let b = arr(&[512, 10], &mut rng);
+    assert_shape_err(
+        eager::matmul(&a, &b),
+        "matmul",
+        &[4, 784],
+        &[512, 10],
+        Some(1),
+    );
+    let a3 = arr(&[2, 3, 4], &mut rng);
+    let b3 = arr(&[3, 4, 5], &mut rng);
+    assert_shape_err(
+        eager::matmul(&a3, &b3),
+        "matmul",
+        &[2, 3, 4],
+        &[3, 4, 5],
+        Some(0),
+    );
+    let v = arr(&[4], &mut rng);
+    assert_shape_err(eager::matmul(&v, &b), "matmul", &[4], &[512, 10], None);
+    let r4 = arr(&[1, 2, 3, 4], &mut rng);
+    assert_shape_err(
+        eager::matmul(&a, &r4),
+        "matmul",
+        &[4, 784],
+        &[1, 2, 3, 4],
+        None,
+    );
+}
+
+#[test]
+fn eager_transpose_and_reshape() {
+    let mut rng = Rng::new(102);
+    let x = arr(&[2, 3, 4], &mut rng);
+    let t = eager::transpose(&x, None).unwrap();
+    assert_eq!(t, x.clone().reversed_axes());
+    let t = eager::transpose(&x, Some(&[1, 0, 2])).unwrap();
+    assert_eq!(t, x.clone().permuted_axes(IxDyn(&[1, 0, 2])));
+    assert!(matches!(
+        eager::transpose(&x, Some(&[0, 1])),
+        Err(Error::InvalidArgument {
+            op: "transpose",
+            ..
+        })
+    ));
+    // Transposing a non-contiguous view.
+    let t = eager::transpose(x.t(), Some(&[0, 2, 1])).unwrap();
+    assert_eq!(t, x.clone().permuted_axes(IxDyn(&[2, 0, 1])));
+
+    let r = eager::reshape(&x, &[6, 4]).unwrap();
+    assert_eq!(r.shape(), &[6, 4]);
+    assert_eq!(
+        r.iter().copied().collect::<Vec<_>>(),
+        x.iter().copied().collect::<Vec<_>>()
+    );
+    let r = eager::reshape(x.t(), &[24]).unwrap();
+    assert_eq!(
+        r.iter().copied().collect::<Vec<_>>(),
+        x.t().iter().copied().collect::<Vec<_>>()
+    );
+    assert_shape_err(
+        eager::reshape(&x, &[5, 5]),
+        "reshape",
+        &[2, 3, 4],
+        &[5, 5],
+        None,
+    );
+}
+
+#[test]
+fn eager_conv2d_and_bias_add() {
+    let mut rng = Rng::new(103);
+    let x = arr(&[1, 6, 5, 3], &mut rng);
+    let k = arr(&[3, 3, 3, 4], &mut rng);
+    let y = eager::conv2d(&x, &k, 2, SAME).unwrap();
+    assert_eq!(y.shape(), &[1, 3, 3, 4]);
+    let want = naive_conv2d(
+        x.as_slice().unwrap(),
+        [1, 6, 5, 3],
+        k.as_slice().unwrap(),
+        [3, 3, 3, 4],
+        2,
+        SAME,
+    );
+    assert_close(y.as_slice().unwrap(), &want, 27.0, "eager conv2d");
+
+    let b = arr(&[4], &mut rng);
+    let z = eager::bias_add(&y, &b).unwrap();
+    for (i, (zv, yv)) in z.iter().zip(y.iter()).enumerate() {
+        assert_eq!(*zv, yv + b[[i % 4]]);
+    }
+    // Large enough for the parallel loop.
+    let big = arr(&[300, 128], &mut rng);
+    let b2 = arr(&[128], &mut rng);
+    let z = eager::bias_add(&big, &b2).unwrap();
+    assert_eq!(z[[299, 127]], big[[299, 127]] + b2[[127]]);
+}
+
+#[test]
+fn eager_conv2d_and_bias_add_errors() {
+    let mut rng = Rng::new(104);
+    let x = arr(&[1, 6, 5, 3], &mut rng);
+    let k = arr(&[3, 3, 3, 4], &mut rng);
+    let x3 = arr(&[6, 5, 3], &mut rng);
+    assert_shape_err(
+        eager::conv2d(&x3, &k, 1, SAME),
+        "conv2d",
+        &[6, 5, 3],
+        &[3, 3, 3, 4],
+        None,
+    );
+    let k3 = arr(&[3, 3, 3], &mut rng);
+    assert_shape_err(
+        eager::conv2d(&x, &k3, 1, SAME),
+        "conv2d",
+        &[1, 6, 5, 3],
+        &[3, 3, 3],
+        None,
+    );
+    let k16 = arr(&[3, 3, 16, 4], &mut rng);
+    let r = eager::conv2d(&x, &k16, 1, SAME);
+    assert!(r
+        .as_ref()
+        .unwrap_err()
+        .to_string()
+        .contains("axis 2 of the kernel"));
+    assert_shape_err(r, "conv2d", &[1, 6, 5, 3], &[3, 3, 16, 4], Some(3));
+    let big = arr(&[7, 2, 3, 4], &mut rng);
+    assert_shape_err(
+        eager::conv2d(&x, &big, 1, VALID),
+        "conv2d",
+        &[1, 6, 5, 3],
+        &[7, 2, 3, 4],
+        Some(1),
+    );
+    assert!(matches!(
+        eager::conv2d(&x, &k, 0, SAME),
+        Err(Error::InvalidArgument { op: "conv2d", .. })
+    ));
+
+    let b2 = arr(&[2, 3], &mut rng);
+    assert_shape_err(
+        eager::bias_add(&x, &b2),
+        "bias_add",
+        &[1, 6, 5, 3],
+        &[2, 3],
+        None,
+    );
+    let b4 = arr(&[4], &mut rng);
+    assert_shape_err(
+        eager::bias_add(&x, &b4),
+        "bias_add",
+        &[1, 6, 5, 3],
+        &[4],
+        Some(3),
+    );
+}
