@@ -153,7 +153,7 @@ impl Layout {
                     if group.in_place {
                         label.push_str(" (in place)");
                     }
-                    (format!("cluster_g{g}"), label, "\"rounded,filled\", fillcolor=\"#f2f2f2\"")
+                    (format!("cluster_g{g}"), label, "\"rounded,filled\"; fillcolor=\"#f2f2f2\"")
                 }
                 Cluster::Root => continue,
             };

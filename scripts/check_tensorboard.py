@@ -1,0 +1,102 @@
+"""Checks a grafo TensorBoard event file with TensorBoard's own readers.
+
+Usage: check_tensorboard.py EVENT_FILE EXPECTED_JSON
+
+EXPECTED_JSON is a file or an inline JSON object:
+    {"nodes": {"NAME": {"op": "matmul", "shape": ["B", 10], "inputs": ["x", "w"],
+                        "attrs": {"line": 7}}, ...},
+     "node_count": 5}
+A dim given as a string is a symbolic dim: size -1 named by it. Every key but "op" is
+optional. Exits 0 when the file matches, 1 with one line per difference otherwise.
+"""
+
+import json
+import os
+import sys
+
+from tensorboard.backend import process_graph
+from tensorboard.backend.event_processing import event_accumulator, event_file_loader
+from tensorboard.compat.proto import graph_pb2
+
+
+def load_expected(arg):
+    if os.path.exists(arg):
+        with open(arg, encoding="utf-8") as f:
+            return json.load(f)
+    return json.loads(arg)
+
+
+def dims_of(shape):
+    return [d.name if d.size == -1 and d.name else d.size for d in shape.dim]
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    path, expected = argv[1], load_expected(argv[2])
+    problems = []
+
+    # The low-level reader: every record (CRC-checked by TensorBoard) as an Event.
+    events = list(event_file_loader.EventFileLoader(path).Load())
+    if not events:
+        return report(["no events read"])
+    if events[0].file_version != "brain.Event:2":
+        problems.append(f"first event's file_version is {events[0].file_version!r}")
+    graph_events = [e for e in events if e.HasField("graph_def")]
+    if len(graph_events) != 1:
+        problems.append(f"expected one graph_def event, found {len(graph_events)}")
+        return report(problems)
+    graph = graph_pb2.GraphDef.FromString(graph_events[0].graph_def)
+
+    # The reader behind the Graphs tab must give the same graph.
+    acc = event_accumulator.EventAccumulator(path)
+    acc.Reload()
+    if acc.Graph() != graph:
+        problems.append("EventAccumulator.Graph() differs from the graph_def event")
+
+    # The Graphs tab's own preparation step must accept it.
+    process_graph.prepare_graph_for_ui(graph_pb2.GraphDef.FromString(graph.SerializeToString()))
+
+    nodes = {n.name: n for n in graph.node}
+    if len(nodes) != len(graph.node):
+        problems.append("node names are not unique")
+    if "node_count" in expected and len(graph.node) != expected["node_count"]:
+        problems.append(f"expected {expected['node_count']} nodes, found {len(graph.node)}")
+    for name, want in expected.get("nodes", {}).items():
+        node = nodes.get(name)
+        if node is None:
+            problems.append(f"node {name!r} missing; nodes are {sorted(nodes)}")
+            continue
+        if "op" in want and node.op != want["op"]:
+            problems.append(f"{name}: op is {node.op!r}, expected {want['op']!r}")
+        if "shape" in want:
+            shapes = node.attr["_output_shapes"].list.shape
+            found = [dims_of(s) for s in shapes]
+            if found != [want["shape"]]:
+                problems.append(f"{name}: _output_shapes is {found}, expected {[want['shape']]}")
+        if "inputs" in want and list(node.input) != want["inputs"]:
+            problems.append(f"{name}: inputs are {list(node.input)}, expected {want['inputs']}")
+        if "dtype" in want and node.attr["T"].type != want["dtype"]:
+            problems.append(f"{name}: T is {node.attr['T'].type}, expected {want['dtype']}")
+        for key, value in want.get("attrs", {}).items():
+            attr = node.attr.get(key)
+            found = None
+            if attr is not None:
+                kind = attr.WhichOneof("value")
+                found = getattr(attr, kind) if kind else None
+                if isinstance(found, bytes):
+                    found = found.decode("utf-8")
+            if found != value:
+                problems.append(f"{name}: attr {key!r} is {found!r}, expected {value!r}")
+    return report(problems)
+
+
+def report(problems):
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
