@@ -323,15 +323,20 @@ fn venv_python() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python")
 }
 
-/// Runs `scripts/check_tensorboard.py` on `file` and fails the test with its report.
-fn check_with_tensorboard(file: &Path, expected: &str) {
+/// Runs `scripts/check_tensorboard.py` on `file`.
+fn run_checker(file: &Path, expected: &str) -> std::process::Output {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_tensorboard.py");
-    let out = Command::new(venv_python())
+    Command::new(venv_python())
         .arg(script)
         .arg(file)
         .arg(expected)
         .output()
-        .expect("the venv's python starts");
+        .expect("the venv's python starts")
+}
+
+/// Runs `scripts/check_tensorboard.py` on `file` and fails the test with its report.
+fn check_with_tensorboard(file: &Path, expected: &str) {
+    let out = run_checker(file, expected);
     assert!(
         out.status.success(),
         "TensorBoard's reader rejected {}:\n{}{}",
@@ -369,6 +374,13 @@ fn tensorboard_reads_the_event_file() {
         }
     }"#;
     check_with_tensorboard(&path, expected);
+    // The checker itself must notice a difference.
+    let out = run_checker(&path, r#"{"nodes": {"x": {"op": "placeholder", "shape": [4]}, "nope": {}}}"#);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "checker accepted a wrong expectation");
+    assert!(report.contains("x: op is 'input', expected 'placeholder'"), "{report}");
+    assert!(report.contains("x: _output_shapes is [['B', 4]], expected [[4]]"), "{report}");
+    assert!(report.contains("node 'nope' missing"), "{report}");
 
     let dir2 = temp_dir("tb-python-awkward");
     let path = awkward().write_tensorboard(&dir2).expect("event file written");

@@ -238,3 +238,64 @@ impl fmt::Display for ProfileReport {
         writeln!(f, "{} groups, {calls} executions, {} in all", self.rows.len(), duration_text(self.total))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn profiler() -> Profiler {
+        let mut p = Profiler::default();
+        let start = Instant::now();
+        p.record("g", 0, "relu [4]", start);
+        p.record("g", 1, "matmul [4, \"4\"]", start);
+        p.record("g", 0, "relu [4]", Instant::now());
+        p
+    }
+
+    #[test]
+    fn chrome_trace_is_json_with_one_complete_event_per_execution() {
+        let report = ProfileReport::from_profiler(&profiler());
+        let trace: serde_json::Value = serde_json::from_str(&report.to_chrome_trace()).expect("valid JSON");
+        let events = trace["traceEvents"].as_array().expect("traceEvents is an array");
+        let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+        assert_eq!(complete.len(), 3);
+        for e in &complete {
+            assert!(e["ts"].is_f64() && e["dur"].is_f64(), "{e}");
+            assert_eq!(e["pid"], 1);
+            assert_eq!(e["cat"], "g");
+            assert!(e["name"].as_str().is_some_and(|n| n.starts_with('g')), "{e}");
+        }
+        assert_eq!(complete[1]["args"]["label"], "matmul [4, \"4\"]");
+        assert!(events.iter().any(|e| e["ph"] == "M" && e["name"] == "process_name"));
+    }
+
+    #[test]
+    fn overlapping_executions_get_separate_rows() {
+        let event = |start_ns, duration_ns| TraceEvent {
+            graph: "g",
+            group: 0,
+            start_ns,
+            duration_ns,
+        };
+        let events = [event(0, 10), event(5, 10), event(10, 2), event(16, 1)];
+        assert_eq!(assign_lanes(&events), [0, 1, 0, 0]);
+    }
+
+    #[test]
+    fn empty_report_says_how_to_profile() {
+        let report = ProfileReport::default();
+        assert!(report.is_empty());
+        assert!(report.to_string().contains("profile: true"));
+        let trace: serde_json::Value = serde_json::from_str(&report.to_chrome_trace()).expect("valid JSON");
+        assert_eq!(trace["traceEvents"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(duration_text(Duration::from_nanos(999)), "999 ns");
+        assert_eq!(duration_text(Duration::from_micros(12)), "12.00 µs");
+        assert_eq!(duration_text(Duration::from_millis(3)), "3.000 ms");
+        assert_eq!(duration_text(Duration::from_secs(2)), "2.000 s");
+    }
+}
