@@ -9,16 +9,34 @@ use graph_runtime::{CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const THEN0: Region = Region::CondArm { cond: 0, then_arm: true };
-const ELSE0: Region = Region::CondArm { cond: 0, then_arm: false };
-const THEN1: Region = Region::CondArm { cond: 1, then_arm: true };
+const THEN0: Region = Region::CondArm {
+    cond: 0,
+    then_arm: true,
+};
+const ELSE0: Region = Region::CondArm {
+    cond: 0,
+    then_arm: false,
+};
+const THEN1: Region = Region::CondArm {
+    cond: 1,
+    then_arm: true,
+};
 
 fn b() -> Dim {
     Dim::Symbol("B".to_string())
 }
 
 #[allow(clippy::too_many_arguments)]
-fn node(id: usize, name: &str, op: &str, inputs: &[usize], dtype: DType, shape: Vec<Dim>, region: Region, group: Option<usize>) -> NodeDef {
+fn node(
+    id: usize,
+    name: &str,
+    op: &str,
+    inputs: &[usize],
+    dtype: DType,
+    shape: Vec<Dim>,
+    region: Region,
+    group: Option<usize>,
+) -> NodeDef {
     NodeDef {
         id,
         name: name.to_string(),
@@ -67,7 +85,16 @@ fn sample() -> GraphDef {
         node(10, "mul_10", "mul", &[6], F32, bx(3), THEN0, Some(3)),
         node(11, "y", "relu", &[10], F32, bx(3), THEN0, Some(3)),
         node(12, "y", "neg", &[6], F32, bx(3), ELSE0, Some(4)),
-        node(13, "greater_13", "greater", &[7, 3], Bool, vec![], THEN0, Some(5)),
+        node(
+            13,
+            "greater_13",
+            "greater",
+            &[7, 3],
+            Bool,
+            vec![],
+            THEN0,
+            Some(5),
+        ),
         node(14, "y", "cond", &[13], F32, bx(3), THEN0, None),
         node(15, "y", "exp", &[11], F32, bx(3), THEN1, Some(6)),
     ];
@@ -121,8 +148,26 @@ fn awkward() -> GraphDef {
         name: "quote\"d \\ graph".to_string(),
         inputs: Vec::new(),
         nodes: vec![
-            node(0, "say \"hi\"", "input", &[], DType::I64, vec![Dim::Expr("H - 2".to_string())], Region::Main, None),
-            node(1, "back\\slash", "abs", &[0], DType::I64, vec![Dim::Expr("H - 2".to_string())], Region::Main, Some(0)),
+            node(
+                0,
+                "say \"hi\"",
+                "input",
+                &[],
+                DType::I64,
+                vec![Dim::Expr("H - 2".to_string())],
+                Region::Main,
+                None,
+            ),
+            node(
+                1,
+                "back\\slash",
+                "abs",
+                &[0],
+                DType::I64,
+                vec![Dim::Expr("H - 2".to_string())],
+                Region::Main,
+                Some(0),
+            ),
         ],
         conds: Vec::new(),
         groups: vec![group(0, "element\"wise", &[1], Region::Main)],
@@ -172,14 +217,22 @@ fn cluster_chain(dot: &str, item: &str) -> Option<Vec<String>> {
 fn dot_has_clusters_nested_as_the_regions() {
     let dot = sample().to_dot();
     assert!(dot.starts_with("digraph \"convnet_small\" {"), "{dot}");
-    let chain = |item: &str| cluster_chain(&dot, item).unwrap_or_else(|| panic!("{item} missing in\n{dot}"));
+    let chain = |item: &str| {
+        cluster_chain(&dot, item).unwrap_or_else(|| panic!("{item} missing in\n{dot}"))
+    };
     assert_eq!(chain("cluster_g0"), Vec::<String>::new());
     assert_eq!(chain("cluster_cond0_then"), Vec::<String>::new());
     assert_eq!(chain("cluster_cond0_else"), Vec::<String>::new());
     assert_eq!(chain("cluster_g3"), ["cluster_cond0_then"]);
     assert_eq!(chain("cluster_cond1_then"), ["cluster_cond0_then"]);
-    assert_eq!(chain("cluster_g6"), ["cluster_cond0_then", "cluster_cond1_then"]);
-    assert_eq!(chain("n15"), ["cluster_cond0_then", "cluster_cond1_then", "cluster_g6"]);
+    assert_eq!(
+        chain("cluster_g6"),
+        ["cluster_cond0_then", "cluster_cond1_then"]
+    );
+    assert_eq!(
+        chain("n15"),
+        ["cluster_cond0_then", "cluster_cond1_then", "cluster_g6"]
+    );
     assert_eq!(chain("n14"), ["cluster_cond0_then"]);
     assert_eq!(chain("n12"), ["cluster_cond0_else", "cluster_g4"]);
     assert_eq!(chain("n5"), ["cluster_g0"]);
@@ -190,7 +243,10 @@ fn dot_has_clusters_nested_as_the_regions() {
     assert!(dot.contains("label=\"cond 0: then\""), "{dot}");
     // Every node is declared exactly once.
     for i in 0..16 {
-        let declared = dot.lines().filter(|l| l.trim_start().starts_with(&format!("n{i} ["))).count();
+        let declared = dot
+            .lines()
+            .filter(|l| l.trim_start().starts_with(&format!("n{i} [")))
+            .count();
         assert_eq!(declared, 1, "n{i} in\n{dot}");
     }
 }
@@ -202,19 +258,37 @@ fn dot_labels_nodes_and_edges_with_dtype_and_shape() {
     assert!(dot.contains("n4 -> n5 [label=\"f32[B, 3]\"];"), "{dot}");
     assert!(dot.contains("n7 -> n8 [label=\"f32[]\"];"), "{dot}");
     assert!(dot.contains("n8 -> n9 [label=\"bool[]\"];"), "{dot}");
-    assert!(dot.contains("n14 -> n9 [label=\"then: y\\nf32[B, 3]\", style=dashed];"), "{dot}");
-    assert!(dot.contains("n12 -> n9 [label=\"else: y\\nf32[B, 3]\", style=dashed];"), "{dot}");
-    assert!(dot.contains("n5 [label=\"h\\nadd\\nf32[B, 3]\\nline 15\"];"), "{dot}");
+    assert!(
+        dot.contains("n14 -> n9 [label=\"then: y\\nf32[B, 3]\", style=dashed];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("n12 -> n9 [label=\"else: y\\nf32[B, 3]\", style=dashed];"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("n5 [label=\"h\\nadd\\nf32[B, 3]\\nline 15\"];"),
+        "{dot}"
+    );
     assert!(dot.contains("n9 [label=\"y\\ncond\\nf32[B, 3]\\nline 19\", shape=diamond, style=solid, peripheries=2];"), "{dot}");
 }
 
 #[test]
 fn dot_escapes_quotes_and_backslashes_and_is_deterministic() {
     let dot = awkward().to_dot();
-    assert!(dot.starts_with("digraph \"quote\\\"d \\\\ graph\" {"), "{dot}");
-    assert!(dot.contains("n0 [label=\"say \\\"hi\\\"\\ninput\\ni64[H - 2]\\nline 10\""), "{dot}");
+    assert!(
+        dot.starts_with("digraph \"quote\\\"d \\\\ graph\" {"),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("n0 [label=\"say \\\"hi\\\"\\ninput\\ni64[H - 2]\\nline 10\""),
+        "{dot}"
+    );
     assert!(dot.contains("n1 [label=\"back\\\\slash\\nabs"), "{dot}");
-    assert!(dot.contains("label=\"element\\\"wise group 0 (in place)\""), "{dot}");
+    assert!(
+        dot.contains("label=\"element\\\"wise group 0 (in place)\""),
+        "{dot}"
+    );
     assert_eq!(sample().to_dot(), sample().to_dot());
     let empty_dot = concat!(
         "digraph \"empty\" {\n",
@@ -239,7 +313,11 @@ fn require_tool(available: bool, what: &str) -> bool {
 
 #[test]
 fn graphviz_renders_every_exported_dot() {
-    let has_dot = Command::new("dot").arg("-V").stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    let has_dot = Command::new("dot")
+        .arg("-V")
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
     if !require_tool(has_dot, "Graphviz's `dot`") {
         return;
     }
@@ -254,13 +332,28 @@ fn graphviz_renders_every_exported_dot() {
         {
             use std::io::Write;
             let mut stdin = child.stdin.take().expect("dot's stdin");
-            stdin.write_all(graph.to_dot().as_bytes()).expect("dot reads the graph");
+            stdin
+                .write_all(graph.to_dot().as_bytes())
+                .expect("dot reads the graph");
         }
         let out = child.wait_with_output().expect("dot finishes");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "dot -Tsvg failed on {}: {stderr}\n{}", graph.name, graph.to_dot());
-        assert!(stderr.trim().is_empty(), "dot warned on {}: {stderr}", graph.name);
-        assert!(String::from_utf8_lossy(&out.stdout).contains("<svg"), "no SVG for {}", graph.name);
+        assert!(
+            out.status.success(),
+            "dot -Tsvg failed on {}: {stderr}\n{}",
+            graph.name,
+            graph.to_dot()
+        );
+        assert!(
+            stderr.trim().is_empty(),
+            "dot warned on {}: {stderr}",
+            graph.name
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("<svg"),
+            "no SVG for {}",
+            graph.name
+        );
     }
 }
 
@@ -274,8 +367,14 @@ fn temp_dir(test: &str) -> PathBuf {
 #[test]
 fn event_file_decodes_back_in_rust() {
     let dir = temp_dir("tb-rust");
-    let path = sample().write_tensorboard(&dir).expect("event file written");
-    let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+    let path = sample()
+        .write_tensorboard(&dir)
+        .expect("event file written");
+    let file_name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
     assert!(file_name.starts_with("events.out.tfevents."), "{file_name}");
     assert!(file_name.ends_with(".convnet_small"), "{file_name}");
     assert_eq!(path.parent(), Some(dir.as_path()));
@@ -286,10 +385,16 @@ fn event_file_decodes_back_in_rust() {
     let mut corrupt = bytes.clone();
     let last = corrupt.len() - 6;
     corrupt[last] ^= 0x40;
-    assert!(read_records(&corrupt).is_err(), "a flipped bit must fail the data CRC");
+    assert!(
+        read_records(&corrupt).is_err(),
+        "a flipped bit must fail the data CRC"
+    );
 
     let events = read_event_file(&path).expect("events decode");
-    assert_eq!(events[0].what, Some(proto::What::FileVersion("brain.Event:2".to_string())));
+    assert_eq!(
+        events[0].what,
+        Some(proto::What::FileVersion("brain.Event:2".to_string()))
+    );
     assert!(events[0].wall_time > 1.0e9);
     let Some(proto::What::GraphDef(graph_bytes)) = &events[1].what else {
         panic!("second event has no graph_def: {:?}", events[1]);
@@ -300,8 +405,22 @@ fn event_file_decodes_back_in_rust() {
     assert_eq!(
         names,
         [
-            "x", "w", "b", "limit", "matmul_4", "h", "h_1", "n", "less_8", "y", "cond0/then/mul_10", "cond0/then/y", "cond0/else/y",
-            "cond0/then/greater_13", "cond0/then/y_1", "cond0/then/cond1/then/y",
+            "x",
+            "w",
+            "b",
+            "limit",
+            "matmul_4",
+            "h",
+            "h_1",
+            "n",
+            "less_8",
+            "y",
+            "cond0/then/mul_10",
+            "cond0/then/y",
+            "cond0/else/y",
+            "cond0/then/greater_13",
+            "cond0/then/y_1",
+            "cond0/then/cond1/then/y",
         ]
     );
     let x = &graph.node[0];
@@ -309,13 +428,20 @@ fn event_file_decodes_back_in_rust() {
     let Some(proto::Value::List(shapes)) = &x.attr["_output_shapes"].value else {
         panic!("x has no _output_shapes: {x:?}");
     };
-    let dims: Vec<(i64, &str)> = shapes.shape[0].dim.iter().map(|d| (d.size, d.name.as_str())).collect();
+    let dims: Vec<(i64, &str)> = shapes.shape[0]
+        .dim
+        .iter()
+        .map(|d| (d.size, d.name.as_str()))
+        .collect();
     assert_eq!(dims, [(-1, "B"), (4, "")]);
     assert_eq!(x.attr["T"].value, Some(proto::Value::Type(1)));
     assert_eq!(x.attr["line"].value, Some(proto::Value::I(10)));
     let cond = &graph.node[9];
     assert_eq!(cond.input, ["less_8", "cond0/then/y_1", "cond0/else/y"]);
-    assert_eq!(graph.node[10].attr["rhs"].value, Some(proto::Value::S(b"2.0".to_vec())));
+    assert_eq!(
+        graph.node[10].attr["rhs"].value,
+        Some(proto::Value::S(b"2.0".to_vec()))
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -357,7 +483,9 @@ fn tensorboard_reads_the_event_file() {
         return;
     }
     let dir = temp_dir("tb-python");
-    let path = sample().write_tensorboard(&dir).expect("event file written");
+    let path = sample()
+        .write_tensorboard(&dir)
+        .expect("event file written");
     let expected = r#"{
         "node_count": 16,
         "nodes": {
@@ -375,17 +503,36 @@ fn tensorboard_reads_the_event_file() {
     }"#;
     check_with_tensorboard(&path, expected);
     // The checker itself must notice a difference.
-    let out = run_checker(&path, r#"{"nodes": {"x": {"op": "placeholder", "shape": [4]}, "nope": {}}}"#);
+    let out = run_checker(
+        &path,
+        r#"{"nodes": {"x": {"op": "placeholder", "shape": [4]}, "nope": {}}}"#,
+    );
     let report = String::from_utf8_lossy(&out.stdout);
-    assert!(!out.status.success(), "checker accepted a wrong expectation");
-    assert!(report.contains("x: op is 'input', expected 'placeholder'"), "{report}");
-    assert!(report.contains("x: _output_shapes is [['B', 4]], expected [[4]]"), "{report}");
+    assert!(
+        !out.status.success(),
+        "checker accepted a wrong expectation"
+    );
+    assert!(
+        report.contains("x: op is 'input', expected 'placeholder'"),
+        "{report}"
+    );
+    assert!(
+        report.contains("x: _output_shapes is [['B', 4]], expected [[4]]"),
+        "{report}"
+    );
     assert!(report.contains("node 'nope' missing"), "{report}");
 
     let dir2 = temp_dir("tb-python-awkward");
-    let path = awkward().write_tensorboard(&dir2).expect("event file written");
-    check_with_tensorboard(&path, r#"{"nodes": {"say__hi_": {"op": "input", "shape": ["H - 2"], "dtype": 9}, "back_slash": {"op": "abs"}}}"#);
-    let path = empty().write_tensorboard(&dir2).expect("event file written");
+    let path = awkward()
+        .write_tensorboard(&dir2)
+        .expect("event file written");
+    check_with_tensorboard(
+        &path,
+        r#"{"nodes": {"say__hi_": {"op": "input", "shape": ["H - 2"], "dtype": 9}, "back_slash": {"op": "abs"}}}"#,
+    );
+    let path = empty()
+        .write_tensorboard(&dir2)
+        .expect("event file written");
     check_with_tensorboard(&path, r#"{"node_count": 0}"#);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);

@@ -105,11 +105,18 @@ fn steady_state_runs_allocate_nothing() {
     let _guard = COUNTER_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut s = session(1);
     let first = allocations_of_run(&mut s, "plan", 1000);
-    assert!(first >= 2, "the first run allocates its buffers (counted {first})");
+    assert!(
+        first >= 2,
+        "the first run allocates its buffers (counted {first})"
+    );
     let bytes = s.arena_bytes();
     assert_eq!(bytes, 1000 * 4 + 500 * 8);
     for run in 2..=4 {
-        assert_eq!(allocations_of_run(&mut s, "plan", 1000), 0, "run {run} allocated");
+        assert_eq!(
+            allocations_of_run(&mut s, "plan", 1000),
+            0,
+            "run {run} allocated"
+        );
     }
     // The same name at another address finds the same arena, still without allocating.
     let same_name: &'static str = Box::leak(String::from("plan").into_boxed_str());
@@ -138,7 +145,10 @@ fn dropping_the_session_frees_its_buffers() {
     drop(s);
     set_counting(false);
     let freed = FREED_BYTES.load(Ordering::SeqCst) - before;
-    assert!(freed >= held, "dropping freed {freed} bytes of the {held} held");
+    assert!(
+        freed >= held,
+        "dropping freed {freed} bytes of the {held} held"
+    );
 }
 
 #[test]
@@ -153,11 +163,22 @@ fn one_thread_session_runs_every_kernel_on_one_thread() {
                 ids.insert(std::thread::current().id());
             }
         });
-        (rayon::current_num_threads(), ids.into_inner().unwrap_or_default())
+        (
+            rayon::current_num_threads(),
+            ids.into_inner().unwrap_or_default(),
+        )
     });
     assert_eq!(threads, 1);
-    assert_eq!(ids.len(), 1, "a 1-thread session used {} threads", ids.len());
-    assert!(!ids.contains(&caller), "the run happens on the session's own thread");
+    assert_eq!(
+        ids.len(),
+        1,
+        "a 1-thread session used {} threads",
+        ids.len()
+    );
+    assert!(
+        !ids.contains(&caller),
+        "the run happens on the session's own thread"
+    );
 }
 
 /// Whether both halves of a `rayon::join` ran at the same time: each announces itself and
@@ -183,7 +204,9 @@ fn join_runs_concurrently() -> bool {
 fn two_thread_session_uses_two_threads() {
     let mut s = session(2);
     assert_eq!(s.threads(), 2);
-    let (threads, concurrent) = s.__run("t2", |_ctx| (rayon::current_num_threads(), join_runs_concurrently()));
+    let (threads, concurrent) = s.__run("t2", |_ctx| {
+        (rayon::current_num_threads(), join_runs_concurrently())
+    });
     assert_eq!(threads, 2);
     assert!(concurrent, "the two halves of a join did not run at once");
 }
@@ -266,19 +289,32 @@ fn profiling_records_groups_sorted_by_time() {
 
     let table = report.to_string();
     let lines: Vec<&str> = table.lines().collect();
-    assert!(lines[0].starts_with("graph  group  ops and shape"), "{table}");
-    assert!(lines[2].contains("matmul+add [B, 10]") && lines[2].contains(" 3 "), "{table}");
+    assert!(
+        lines[0].starts_with("graph  group  ops and shape"),
+        "{table}"
+    );
+    assert!(
+        lines[2].contains("matmul+add [B, 10]") && lines[2].contains(" 3 "),
+        "{table}"
+    );
     assert!(lines[4].contains("softmax [B, 10]"), "{table}");
     assert!(table.contains("3 groups, 9 executions"), "{table}");
     // The calls column is right-aligned under its header.
     let calls_end = lines[0].find("calls").map_or(0, |i| i + "calls".len());
     for row in &lines[2..5] {
-        assert_eq!(row.get(calls_end - 2..calls_end + 1), Some(" 3 "), "{table}");
+        assert_eq!(
+            row.get(calls_end - 2..calls_end + 1),
+            Some(" 3 "),
+            "{table}"
+        );
     }
 
     let trace = report.to_chrome_trace();
     assert_eq!(trace.matches("\"ph\":\"X\"").count(), 9, "{trace}");
-    assert!(trace.starts_with("{\"") && trace.contains("\"traceEvents\":["), "{trace}");
+    assert!(
+        trace.starts_with("{\"") && trace.contains("\"traceEvents\":["),
+        "{trace}"
+    );
 
     s.reset_profile();
     assert!(s.profile().is_empty());
@@ -302,10 +338,17 @@ fn chrome_trace_is_written_to_a_file() {
         ctx.record(0, "relu [4]", start);
     });
     let path = std::env::temp_dir().join(format!("grafo-trace-{}.json", std::process::id()));
-    s.profile().write_chrome_trace(&path).expect("trace written");
+    s.profile()
+        .write_chrome_trace(&path)
+        .expect("trace written");
     let text = std::fs::read_to_string(&path).expect("trace read");
     assert_eq!(text, s.profile().to_chrome_trace());
     let _ = std::fs::remove_file(&path);
-    let missing_dir = std::env::temp_dir().join("grafo-no-such-dir").join("trace.json");
-    assert!(matches!(s.profile().write_chrome_trace(&missing_dir), Err(graph_runtime::Error::Io(_))));
+    let missing_dir = std::env::temp_dir()
+        .join("grafo-no-such-dir")
+        .join("trace.json");
+    assert!(matches!(
+        s.profile().write_chrome_trace(&missing_dir),
+        Err(graph_runtime::Error::Io(_))
+    ));
 }

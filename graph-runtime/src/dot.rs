@@ -39,13 +39,19 @@ impl GraphDef {
         for (to, node) in self.nodes.iter().enumerate() {
             for &from in &node.inputs {
                 if let Some(src) = self.nodes.get(from) {
-                    let _ = writeln!(out, "  n{from} -> n{to} [label=\"{}\"];", escape(&value_text(src)));
+                    let _ = writeln!(
+                        out,
+                        "  n{from} -> n{to} [label=\"{}\"];",
+                        escape(&value_text(src))
+                    );
                 }
             }
         }
         // A cond node also reads its predicate and, per output, the value of each arm.
         for (k, cond) in self.conds.iter().enumerate() {
-            let Some(target) = self.nodes.get(cond.node) else { continue };
+            let Some(target) = self.nodes.get(cond.node) else {
+                continue;
+            };
             if let Some(pred) = self.nodes.get(cond.predicate) {
                 if !target.inputs.contains(&cond.predicate) {
                     let _ = writeln!(
@@ -59,7 +65,9 @@ impl GraphDef {
             }
             for (var, then_node, else_node) in &cond.outputs {
                 for (arm, from) in [("then", *then_node), ("else", *else_node)] {
-                    let Some(src) = self.nodes.get(from) else { continue };
+                    let Some(src) = self.nodes.get(from) else {
+                        continue;
+                    };
                     if target.inputs.contains(&from) {
                         continue;
                     }
@@ -145,20 +153,34 @@ impl Layout {
             let (id, label, style) = match child {
                 Cluster::Arm { cond, then_arm } => {
                     let arm = if then_arm { "then" } else { "else" };
-                    (format!("cluster_cond{cond}_{arm}"), format!("cond {cond}: {arm}"), "dashed")
+                    (
+                        format!("cluster_cond{cond}_{arm}"),
+                        format!("cond {cond}: {arm}"),
+                        "dashed",
+                    )
                 }
                 Cluster::Group(g) => {
-                    let Some(group) = graph.groups.get(g) else { continue };
+                    let Some(group) = graph.groups.get(g) else {
+                        continue;
+                    };
                     let mut label = format!("{} group {g}", group.kind);
                     if group.in_place {
                         label.push_str(" (in place)");
                     }
-                    (format!("cluster_g{g}"), label, "\"rounded,filled\"; fillcolor=\"#f2f2f2\"")
+                    (
+                        format!("cluster_g{g}"),
+                        label,
+                        "\"rounded,filled\"; fillcolor=\"#f2f2f2\"",
+                    )
                 }
                 Cluster::Root => continue,
             };
             let _ = writeln!(out, "{indent}subgraph {id} {{");
-            let _ = writeln!(out, "{indent}  label=\"{}\"; style={style};", escape(&label));
+            let _ = writeln!(
+                out,
+                "{indent}  label=\"{}\"; style={style};",
+                escape(&label)
+            );
             self.write_cluster(graph, child, depth + 1, out);
             let _ = writeln!(out, "{indent}}}");
         }
@@ -188,14 +210,19 @@ fn write_node(graph: &GraphDef, i: usize, node: &NodeDef, indent: &str, out: &mu
 }
 
 fn parent_of(parents: &[(Cluster, Cluster)], c: Cluster) -> Cluster {
-    parents.iter().find(|(child, _)| *child == c).map_or(Cluster::Root, |&(_, p)| p)
+    parents
+        .iter()
+        .find(|(child, _)| *child == c)
+        .map_or(Cluster::Root, |&(_, p)| p)
 }
 
 /// The cluster of the nodes of a region.
 fn region_cluster(graph: &GraphDef, region: Region) -> Cluster {
     match region {
         Region::Main => Cluster::Root,
-        Region::CondArm { cond, then_arm } if cond < graph.conds.len() => Cluster::Arm { cond, then_arm },
+        Region::CondArm { cond, then_arm } if cond < graph.conds.len() => {
+            Cluster::Arm { cond, then_arm }
+        }
         Region::CondArm { .. } => Cluster::Root,
     }
 }
@@ -204,9 +231,13 @@ fn region_cluster(graph: &GraphDef, region: Region) -> Cluster {
 /// A malformed graph whose conds contain each other in a cycle gets its arms at the top level.
 fn arm_parent(graph: &GraphDef, k: usize) -> Cluster {
     match cond_region(graph, k) {
-        Region::CondArm { cond: outer, then_arm } if outer < graph.conds.len() && reaches_root(graph, outer, k) => {
-            Cluster::Arm { cond: outer, then_arm }
-        }
+        Region::CondArm {
+            cond: outer,
+            then_arm,
+        } if outer < graph.conds.len() && reaches_root(graph, outer, k) => Cluster::Arm {
+            cond: outer,
+            then_arm,
+        },
         _ => Cluster::Root,
     }
 }

@@ -92,7 +92,8 @@ impl ProfileReport {
     /// concurrently) are put on separate rows (`tid`) so that every row nests properly.
     pub fn to_chrome_trace(&self) -> String {
         let lanes = assign_lanes(&self.events);
-        let mut trace = Vec::with_capacity(self.events.len() + 1 + lanes.iter().max().map_or(0, |m| m + 1));
+        let mut trace =
+            Vec::with_capacity(self.events.len() + 1 + lanes.iter().max().map_or(0, |m| m + 1));
         trace.push(serde_json::json!({
             "name": "process_name", "ph": "M", "pid": 1, "tid": 0,
             "args": { "name": "grafo session" },
@@ -129,13 +130,17 @@ impl ProfileReport {
     /// Writes [`ProfileReport::to_chrome_trace`] to `path`.
     pub fn write_chrome_trace(&self, path: impl AsRef<Path>) -> Result<(), Error> {
         let path = path.as_ref();
-        std::fs::write(path, self.to_chrome_trace()).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+        std::fs::write(path, self.to_chrome_trace())
+            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))
     }
 
     fn label_of(&self, event: &TraceEvent) -> &'static str {
         self.rows
             .iter()
-            .find(|r| r.group == event.group && (std::ptr::eq(r.graph, event.graph) || r.graph == event.graph))
+            .find(|r| {
+                r.group == event.group
+                    && (std::ptr::eq(r.graph, event.graph) || r.graph == event.graph)
+            })
             .map_or("", |r| r.label)
     }
 }
@@ -153,7 +158,10 @@ fn assign_lanes(events: &[TraceEvent]) -> Vec<usize> {
     for i in order {
         let e = &events[i];
         let end = e.start_ns + e.duration_ns;
-        match lane_end.iter().position(|&busy_until| busy_until <= e.start_ns) {
+        match lane_end
+            .iter()
+            .position(|&busy_until| busy_until <= e.start_ns)
+        {
             Some(lane) => {
                 lane_end[lane] = end;
                 lanes[i] = lane;
@@ -185,9 +193,20 @@ impl fmt::Display for ProfileReport {
     /// An aligned table: graph, group, ops and shape, calls, total, mean, share.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.rows.is_empty() {
-            return writeln!(f, "no profile recorded (make the session with `profile: true`)");
+            return writeln!(
+                f,
+                "no profile recorded (make the session with `profile: true`)"
+            );
         }
-        let header = ["graph", "group", "ops and shape", "calls", "total", "mean", "share"];
+        let header = [
+            "graph",
+            "group",
+            "ops and shape",
+            "calls",
+            "total",
+            "mean",
+            "share",
+        ];
         let cells: Vec<[String; 7]> = self
             .rows
             .iter()
@@ -235,7 +254,12 @@ impl fmt::Display for ProfileReport {
             line(f, &row.iter().map(String::as_str).collect::<Vec<_>>())?;
         }
         let calls: u64 = self.rows.iter().map(|r| r.calls).sum();
-        writeln!(f, "{} groups, {calls} executions, {} in all", self.rows.len(), duration_text(self.total))
+        writeln!(
+            f,
+            "{} groups, {calls} executions, {} in all",
+            self.rows.len(),
+            duration_text(self.total)
+        )
     }
 }
 
@@ -256,18 +280,26 @@ mod tests {
     #[test]
     fn chrome_trace_is_json_with_one_complete_event_per_execution() {
         let report = ProfileReport::from_profiler(&profiler());
-        let trace: serde_json::Value = serde_json::from_str(&report.to_chrome_trace()).expect("valid JSON");
-        let events = trace["traceEvents"].as_array().expect("traceEvents is an array");
+        let trace: serde_json::Value =
+            serde_json::from_str(&report.to_chrome_trace()).expect("valid JSON");
+        let events = trace["traceEvents"]
+            .as_array()
+            .expect("traceEvents is an array");
         let complete: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
         assert_eq!(complete.len(), 3);
         for e in &complete {
             assert!(e["ts"].is_f64() && e["dur"].is_f64(), "{e}");
             assert_eq!(e["pid"], 1);
             assert_eq!(e["cat"], "g");
-            assert!(e["name"].as_str().is_some_and(|n| n.starts_with('g')), "{e}");
+            assert!(
+                e["name"].as_str().is_some_and(|n| n.starts_with('g')),
+                "{e}"
+            );
         }
         assert_eq!(complete[1]["args"]["label"], "matmul [4, \"4\"]");
-        assert!(events.iter().any(|e| e["ph"] == "M" && e["name"] == "process_name"));
+        assert!(events
+            .iter()
+            .any(|e| e["ph"] == "M" && e["name"] == "process_name"));
     }
 
     #[test]
@@ -287,7 +319,8 @@ mod tests {
         let report = ProfileReport::default();
         assert!(report.is_empty());
         assert!(report.to_string().contains("profile: true"));
-        let trace: serde_json::Value = serde_json::from_str(&report.to_chrome_trace()).expect("valid JSON");
+        let trace: serde_json::Value =
+            serde_json::from_str(&report.to_chrome_trace()).expect("valid JSON");
         assert_eq!(trace["traceEvents"].as_array().map(Vec::len), Some(1));
     }
 

@@ -109,7 +109,11 @@ impl Session {
     /// Runs `f` on the session's pool with the arena of `graph` (and the profiler, when
     /// profiling). The entry point of the code `#[graph]` emits for `NAME::run`.
     #[doc(hidden)]
-    pub fn __run<R: Send>(&mut self, graph: &'static str, f: impl FnOnce(&mut ExecCtx<'_>) -> R + Send) -> R {
+    pub fn __run<R: Send>(
+        &mut self,
+        graph: &'static str,
+        f: impl FnOnce(&mut ExecCtx<'_>) -> R + Send,
+    ) -> R {
         let index = match self
             .arenas
             .iter()
@@ -140,7 +144,9 @@ impl Default for Session {
     /// on the caller's thread with rayon's global pool, rather than panic.
     fn default() -> Session {
         let config = SessionConfig::default();
-        let pool = build_pool(config.intra_op_threads).or_else(|_| build_pool(1)).ok();
+        let pool = build_pool(config.intra_op_threads)
+            .or_else(|_| build_pool(1))
+            .ok();
         Session::with_pool(config, pool)
     }
 }
@@ -157,7 +163,14 @@ impl std::fmt::Debug for Session {
         f.debug_struct("Session")
             .field("config", &self.config)
             .field("threads", &self.threads())
-            .field("graphs", &self.arenas.iter().map(|(name, _)| *name).collect::<Vec<_>>())
+            .field(
+                "graphs",
+                &self
+                    .arenas
+                    .iter()
+                    .map(|(name, _)| *name)
+                    .collect::<Vec<_>>(),
+            )
             .field("arena_bytes", &self.arena_bytes())
             .finish()
     }

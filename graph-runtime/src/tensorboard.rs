@@ -147,7 +147,8 @@ pub mod proto {
     impl GraphDef {
         /// Decodes a serialized `GraphDef` (the bytes of [`What::GraphDef`]).
         pub fn from_bytes(bytes: &[u8]) -> Result<GraphDef, crate::Error> {
-            prost::Message::decode(bytes).map_err(|e| crate::Error::Io(format!("malformed GraphDef: {e}")))
+            prost::Message::decode(bytes)
+                .map_err(|e| crate::Error::Io(format!("malformed GraphDef: {e}")))
         }
     }
 
@@ -177,7 +178,9 @@ impl GraphDef {
     pub fn write_tensorboard(&self, logdir: impl AsRef<Path>) -> Result<PathBuf, Error> {
         let logdir = logdir.as_ref();
         std::fs::create_dir_all(logdir).map_err(|e| io_error(logdir, e))?;
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         let wall_time = now.as_secs_f64();
         let file_name = format!(
             "events.out.tfevents.{}.{}.{}.{}",
@@ -209,7 +212,12 @@ impl GraphDef {
         let names = tensorflow_names(self);
         let mut nodes: Vec<proto::NodeDef> = Vec::with_capacity(self.nodes.len());
         for (i, node) in self.nodes.iter().enumerate() {
-            let mut inputs: Vec<usize> = node.inputs.iter().copied().filter(|&j| j < names.len()).collect();
+            let mut inputs: Vec<usize> = node
+                .inputs
+                .iter()
+                .copied()
+                .filter(|&j| j < names.len())
+                .collect();
             // A cond node also reads its predicate and the value each arm gives each output,
             // so that TensorBoard draws those edges.
             for cond in self.conds.iter().filter(|c| c.node == i) {
@@ -221,16 +229,28 @@ impl GraphDef {
                 }
             }
             let mut attr = BTreeMap::new();
-            attr.insert("T".to_string(), proto::attr(proto::Value::Type(tf_dtype(node.dtype))));
+            attr.insert(
+                "T".to_string(),
+                proto::attr(proto::Value::Type(tf_dtype(node.dtype))),
+            );
             let shapes = proto::ListValue {
                 shape: vec![shape_proto(&node.shape)],
                 ..Default::default()
             };
-            attr.insert("_output_shapes".to_string(), proto::attr(proto::Value::List(shapes)));
-            attr.insert("line".to_string(), proto::attr(proto::Value::I(i64::from(node.line))));
+            attr.insert(
+                "_output_shapes".to_string(),
+                proto::attr(proto::Value::List(shapes)),
+            );
+            attr.insert(
+                "line".to_string(),
+                proto::attr(proto::Value::I(i64::from(node.line))),
+            );
             if let Some(g) = node.group.and_then(|g| self.groups.get(g)) {
                 let text = format!("{} group {}", g.kind, g.id);
-                attr.insert("fusion_group".to_string(), proto::attr(proto::Value::S(text.into_bytes())));
+                attr.insert(
+                    "fusion_group".to_string(),
+                    proto::attr(proto::Value::S(text.into_bytes())),
+                );
             }
             for (key, value) in &node.attrs {
                 let value = proto::attr(proto::Value::S(value.clone().into_bytes()));
@@ -292,8 +312,13 @@ fn scope(graph: &GraphDef, region: Region) -> String {
     let mut region = region;
     // Conds nest without cycles in a graph the macro made; the bound guards a malformed one.
     for _ in 0..=graph.conds.len() {
-        let Region::CondArm { cond, then_arm } = region else { break };
-        parts.push(format!("cond{cond}/{}/", if then_arm { "then" } else { "else" }));
+        let Region::CondArm { cond, then_arm } = region else {
+            break;
+        };
+        parts.push(format!(
+            "cond{cond}/{}/",
+            if then_arm { "then" } else { "else" }
+        ));
         region = graph
             .conds
             .get(cond)
@@ -308,7 +333,13 @@ fn scope(graph: &GraphDef, region: Region) -> String {
 fn op_name(text: &str) -> String {
     let mut out: String = text
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     if !out.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.') {
         out.insert(0, 'n');
@@ -339,7 +370,7 @@ fn shape_proto(shape: &[Dim]) -> proto::TensorShapeProto {
 /// The CRC32C of `data`, masked as TFRecord stores it (so that a CRC of CRCs stays strong).
 pub fn masked_crc32c(data: &[u8]) -> u32 {
     let crc = crc32c::crc32c(data);
-    ((crc >> 15) | (crc << 17)).wrapping_add(0xa282_ead8)
+    crc.rotate_right(15).wrapping_add(0xa282_ead8)
 }
 
 /// Appends one TFRecord: length, masked CRC of the length, data, masked CRC of the data.
@@ -381,7 +412,10 @@ pub fn read_event_file(path: impl AsRef<Path>) -> Result<Vec<proto::Event>, Erro
     let bytes = std::fs::read(path).map_err(|e| io_error(path, e))?;
     read_records(&bytes)?
         .into_iter()
-        .map(|r| proto::Event::decode(r).map_err(|e| Error::Io(format!("{}: malformed Event: {e}", path.display()))))
+        .map(|r| {
+            proto::Event::decode(r)
+                .map_err(|e| Error::Io(format!("{}: malformed Event: {e}", path.display())))
+        })
         .collect()
 }
 
@@ -424,7 +458,13 @@ fn hostname() -> String {
 /// A piece of a file name: no path separators or spaces.
 fn file_part(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
