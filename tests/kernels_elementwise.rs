@@ -100,3 +100,379 @@ fn f32_math_special_values() {
     assert_eq!(rsqrt_f32(4.0), 0.5);
     assert_eq!(rsqrt_f64(0.0), f64::INFINITY);
 }
+
+use graph_runtime::eager as E;
+use graph_runtime::elementwise::{broadcast_into, broadcast_shapes};
+use graph_runtime::Error;
+use ndarray::{s, ArrayD, IxDyn};
+use proptest::prelude::*;
+
+/// Test data with NaN and infinities sprinkled in.
+fn data(shape: &[usize], seed: u64) -> ArrayD<f64> {
+    let mut x = random_f64(shape, -3.0, 3.0, seed);
+    let specials = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0];
+    for (i, v) in x.iter_mut().enumerate() {
+        if i % 97 == 5 {
+            *v = specials[(i / 97) % specials.len()];
+        }
+    }
+    x
+}
+
+/// The operand shape pairs every binary op is checked on.
+fn shape_pairs() -> Vec<(Vec<usize>, Vec<usize>)> {
+    let mut pairs = Vec::new();
+    for n in SIZES {
+        pairs.push((vec![n], vec![n]));
+        pairs.push((vec![n], vec![]));
+        pairs.push((vec![], vec![n]));
+        let c = 3;
+        pairs.push((vec![n, c], vec![c]));
+        pairs.push((vec![n, c], vec![n, 1]));
+        pairs.push((vec![n, c], vec![]));
+        pairs.push((vec![n, c], vec![1, c]));
+        pairs.push((vec![c], vec![n, c]));
+        pairs.push((vec![n, 1], vec![1, c]));
+    }
+    pairs
+}
+
+fn same_f64(got: &ArrayD<f64>, want: &ArrayD<f64>, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}");
+    for (g, w) in got.iter().zip(want) {
+        assert!(close(*g, *w, 1e-12), "{what}: got {g}, want {w}");
+    }
+}
+
+type BinF64 = fn(&ArrayD<f64>, &ArrayD<f64>) -> Result<ArrayD<f64>, Error>;
+
+fn binary_ops_f64() -> Vec<(&'static str, BinF64, fn(f64, f64) -> f64)> {
+    vec![
+        ("add", |a, b| E::add(a, b), |x, y| x + y),
+        ("sub", |a, b| E::sub(a, b), |x, y| x - y),
+        ("mul", |a, b| E::mul(a, b), |x, y| x * y),
+        ("div", |a, b| E::div(a, b), |x, y| x / y),
+        ("pow", |a, b| E::pow(a, b), f64::powf),
+        (
+            "maximum",
+            |a, b| E::maximum(a, b),
+            |x, y| {
+                if x.is_nan() || y.is_nan() {
+                    f64::NAN
+                } else {
+                    x.max(y)
+                }
+            },
+        ),
+        (
+            "minimum",
+            |a, b| E::minimum(a, b),
+            |x, y| {
+                if x.is_nan() || y.is_nan() {
+                    f64::NAN
+                } else {
+                    x.min(y)
+                }
+            },
+        ),
+    ]
+}
+
+#[test]
+fn binary_ops_match_reference_with_broadcasting() {
+    for (name, op, f) in binary_ops_f64() {
+        for (i, (sa, sb)) in shape_pairs().into_iter().enumerate() {
+            let a = data(&sa, i as u64 + 1);
+            let b = data(&sb, i as u64 + 1000);
+            let got = op(&a, &b).unwrap();
+            same_f64(
+                &got,
+                &ref_binary(&a, &b, f),
+                &format!("{name} {sa:?} {sb:?}"),
+            );
+        }
+    }
+}
+
+#[test]
+fn integer_ops_wrap_and_divide_by_zero_to_zero() {
+    let a = ArrayD::from_shape_vec(IxDyn(&[4]), vec![i32::MAX, 7, -7, i32::MIN]).unwrap();
+    let b = ArrayD::from_shape_vec(IxDyn(&[4]), vec![1, 0, 2, -1]).unwrap();
+    assert_eq!(
+        E::add(&a, &b).unwrap().into_raw_vec_and_offset().0,
+        vec![i32::MIN, 7, -5, i32::MAX]
+    );
+    assert_eq!(
+        E::div(&a, &b).unwrap().into_raw_vec_and_offset().0,
+        vec![i32::MAX, 0, -3, i32::MIN]
+    );
+    assert_eq!(
+        E::abs(&a).unwrap().into_raw_vec_and_offset().0,
+        vec![i32::MAX, 7, 7, i32::MIN]
+    );
+    let c = ArrayD::from_shape_fn(IxDyn(&[1023, 3]), |i| (i[0] * 3 + i[1]) as i64 - 1500);
+    let bias = ArrayD::from_shape_fn(IxDyn(&[3]), |i| i[0] as i64 * 7);
+    let got = E::mul(&c, &bias).unwrap();
+    assert_eq!(got, ref_binary(&c, &bias, |x, y| x * y));
+}
+
+#[test]
+fn comparisons_match_reference() {
+    type Cmp = fn(&ArrayD<f64>, &ArrayD<f64>) -> Result<ArrayD<bool>, Error>;
+    let ops: [(Cmp, fn(f64, f64) -> bool); 6] = [
+        (|a, b| E::less(a, b), |x, y| x < y),
+        (|a, b| E::less_equal(a, b), |x, y| x <= y),
+        (|a, b| E::greater(a, b), |x, y| x > y),
+        (|a, b| E::greater_equal(a, b), |x, y| x >= y),
+        (|a, b| E::equal(a, b), |x, y| x == y),
+        (|a, b| E::not_equal(a, b), |x, y| x != y),
+    ];
+    for (op, f) in ops {
+        for (i, (sa, sb)) in shape_pairs().into_iter().enumerate() {
+            let a = data(&sa, i as u64 + 7).mapv(f64::round);
+            let b = data(&sb, i as u64 + 8).mapv(f64::round);
+            assert_eq!(op(&a, &b).unwrap(), ref_binary(&a, &b, f), "{sa:?} {sb:?}");
+        }
+    }
+}
+
+#[test]
+fn unary_ops_match_reference() {
+    type Un = fn(&ArrayD<f64>) -> Result<ArrayD<f64>, Error>;
+    let ops: [(&str, Un, fn(f64) -> f64); 12] = [
+        ("abs", |x| E::abs(x), f64::abs),
+        ("neg", |x| E::neg(x), |v| -v),
+        ("square", |x| E::square(x), |v| v * v),
+        ("relu", |x| E::relu(x), |v| if v < 0.0 { 0.0 } else { v }),
+        ("exp", |x| E::exp(x), f64::exp),
+        ("log", |x| E::log(x), f64::ln),
+        ("sqrt", |x| E::sqrt(x), f64::sqrt),
+        ("rsqrt", |x| E::rsqrt(x), |v| 1.0 / v.sqrt()),
+        ("tanh", |x| E::tanh(x), f64::tanh),
+        ("sigmoid", |x| E::sigmoid(x), |v| 1.0 / (1.0 + (-v).exp())),
+        ("sin", |x| E::sin(x), f64::sin),
+        ("cos", |x| E::cos(x), f64::cos),
+    ];
+    for (name, op, f) in ops {
+        for n in SIZES {
+            let x = data(&[n], n as u64);
+            same_f64(&op(&x).unwrap(), &x.mapv(f), name);
+            // Strided operands: transposed and sliced with step 2.
+            let m = data(&[n, 3], 3);
+            same_f64(
+                &op(&m.t().to_owned().into_dyn()).unwrap(),
+                &m.t().mapv(f).into_dyn(),
+                name,
+            );
+            let t = m.t();
+            let v = E::abs(t.clone()).unwrap();
+            same_f64(&v, &t.mapv(f64::abs).into_dyn(), "abs of a transposed view");
+            let stepped = x.slice(s![..;2]);
+            same_f64(
+                &op(&stepped.to_owned().into_dyn()).unwrap(),
+                &stepped.mapv(f).into_dyn(),
+                name,
+            );
+        }
+    }
+}
+
+#[test]
+fn f32_unary_math_through_dispatch_within_4_ulp() {
+    // The eager op runs the multiversion-dispatched kernel (the best level of this CPU).
+    let x: Vec<f32> = sweep().collect();
+    let x = ArrayD::from_shape_vec(IxDyn(&[x.len()]), x).unwrap();
+    type Un = fn(&ArrayD<f32>) -> Result<ArrayD<f32>, Error>;
+    let ops: [(&str, Un, fn(f64) -> f64); 4] = [
+        ("exp", |x| E::exp(x), f64::exp),
+        ("log", |x| E::log(x), f64::ln),
+        ("tanh", |x| E::tanh(x), f64::tanh),
+        ("sigmoid", |x| E::sigmoid(x), sigmoid_ref),
+    ];
+    for (name, op, f) in ops {
+        let got = op(&x).unwrap();
+        let worst = got
+            .iter()
+            .zip(&x)
+            .map(|(&g, &v)| ulp_f32(g, f(v as f64) as f32))
+            .max()
+            .unwrap();
+        println!(
+            "{name} (dispatched at {:?}): max {worst} ulp",
+            graph_runtime::cpu::level()
+        );
+        assert!(worst <= 4, "{name}: {worst} ulp");
+    }
+}
+
+#[test]
+fn strided_binary_operands() {
+    let a = data(&[7, 6], 1);
+    let b = data(&[6, 7], 2);
+    let got = E::add(b.t(), a.slice(s![.., ..;1])).unwrap();
+    let want = ref_binary(&b.t().to_owned().into_dyn(), &a, |x, y| x + y);
+    same_f64(&got, &want, "transposed + plain");
+    let step = a.slice(s![..;2, ..;2]);
+    let got = E::mul(step, &fortran(&data(&[3], 3))).unwrap();
+    same_f64(
+        &got,
+        &ref_binary(&step.to_owned().into_dyn(), &data(&[3], 3), |x, y| x * y),
+        "stepped * bias",
+    );
+}
+
+#[test]
+fn select_cast_and_creation() {
+    for (i, (sa, sb)) in shape_pairs().into_iter().enumerate() {
+        let a = data(&sa, i as u64);
+        let b = data(&sb, i as u64 + 50);
+        let c = E::greater(&a, &b).unwrap();
+        let got = E::select(&c, &a, &b).unwrap();
+        same_f64(
+            &got,
+            &ref_binary(&a, &b, |x, y| if x > y { x } else { y }),
+            "select",
+        );
+    }
+    // Three-way broadcasting: [N,1] condition, [C] and scalar branches.
+    let c = ArrayD::from_shape_fn(IxDyn(&[5, 1]), |i| i[0] % 2 == 0);
+    let a = ArrayD::from_shape_fn(IxDyn(&[4]), |i| i[0] as i32);
+    let b = ArrayD::from_elem(IxDyn(&[]), -1);
+    let got = E::select(&c, &a, &b).unwrap();
+    let want = ArrayD::from_shape_fn(
+        IxDyn(&[5, 4]),
+        |i| if i[0] % 2 == 0 { i[1] as i32 } else { -1 },
+    );
+    assert_eq!(got, want);
+    let x = ArrayD::from_shape_vec(IxDyn(&[4]), vec![1.7f64, -2.5, f64::NAN, 1e20]).unwrap();
+    assert_eq!(
+        E::cast::<i32, _>(&x).unwrap().into_raw_vec_and_offset().0,
+        vec![1, -2, 0, i32::MAX]
+    );
+    assert_eq!(
+        E::cast::<bool, _>(&x).unwrap().into_raw_vec_and_offset().0,
+        vec![true, true, true, true]
+    );
+    assert_eq!(E::zeros::<f32>(&[2, 3]).shape(), &[2, 3]);
+    assert!(E::ones::<i64>(&[4]).iter().all(|&v| v == 1));
+    assert!(E::fill(&[0, 3], 2.0f32).is_empty());
+    assert_eq!(E::constant(3.5f64).ndim(), 0);
+}
+
+#[test]
+fn checks_pass_and_fail() {
+    let x = data(&[10], 1).mapv(|v| if v.is_nan() { 1.0 } else { v.abs() });
+    assert!(E::assert_non_negative(&x, "ok").is_ok());
+    let mut bad = x.clone();
+    bad[[3]] = f64::NAN;
+    match E::assert_non_negative(&bad, "x must be >= 0") {
+        Err(Error::Assertion { op, message, .. }) => {
+            assert_eq!(op, "assert_non_negative");
+            assert_eq!(message, "x must be >= 0");
+        }
+        other => panic!("{other:?}"),
+    }
+    let zero = ArrayD::from_elem(IxDyn(&[]), -1.0);
+    assert!(E::assert_greater(&x, &zero, "m").is_ok());
+    assert!(matches!(
+        E::assert_greater(&bad, &zero, "m"),
+        Err(Error::Assertion {
+            op: "assert_greater",
+            ..
+        })
+    ));
+    assert!(matches!(
+        E::assert_less(&zero, &bad, "m"),
+        Err(Error::Assertion {
+            op: "assert_less",
+            ..
+        })
+    ));
+    assert!(E::assert_less(&zero, &x, "m").is_ok());
+    assert!(E::assert_all_finite(&x, "m").is_ok());
+    let inf = x.mapv(|v| v / 0.0);
+    assert!(matches!(
+        E::assert_all_finite(&inf, "m"),
+        Err(Error::Assertion {
+            op: "assert_all_finite",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn shape_errors_name_the_op_and_both_shapes() {
+    let a = ArrayD::<f64>::zeros(IxDyn(&[4, 3]));
+    let b = ArrayD::<f64>::zeros(IxDyn(&[4]));
+    for (name, op, _) in binary_ops_f64() {
+        assert_shape_error(op(&a, &b), name, &[4, 3], &[4]);
+    }
+    assert_shape_error(E::less(&a, &b), "less", &[4, 3], &[4]);
+    assert_shape_error(E::not_equal(&a, &b), "not_equal", &[4, 3], &[4]);
+    assert_shape_error(
+        E::assert_greater(&a, &b, "m"),
+        "assert_greater",
+        &[4, 3],
+        &[4],
+    );
+    assert_shape_error(E::assert_less(&a, &b, "m"), "assert_less", &[4, 3], &[4]);
+    let c = ArrayD::from_elem(IxDyn(&[2]), true);
+    assert_shape_error(E::select(&c, &a, &a), "select", &[2], &[4, 3]);
+    assert_shape_error(E::select(&c, &a, &b), "select", &[4, 3], &[4]);
+    match broadcast_shapes("add", &[2, 5, 3], &[4, 1]) {
+        Err(Error::Shape { axis, .. }) => assert_eq!(axis, Some(1)),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn shape_strategy() -> impl Strategy<Value = Vec<usize>> {
+    prop::collection::vec(0usize..4, 0..4)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn broadcasting_matches_numpy_rules(sa in shape_strategy(), sb in shape_strategy(), mask in 0u8..16) {
+        // Turn some dims of b into 1 so that broadcastable pairs are common.
+        let sb: Vec<usize> = sb.iter().enumerate().map(|(i, &d)| if mask >> i & 1 == 1 { 1 } else { d }).collect();
+        let a = data(&sa, 1);
+        let b = data(&sb, 2);
+        match ref_broadcast_shape(&sa, &sb) {
+            Some(shape) => {
+                prop_assert_eq!(broadcast_shapes("add", &sa, &sb).unwrap(), shape.clone());
+                let got = E::sub(&a, &b).unwrap();
+                same_f64(&got, &ref_binary(&a, &b, |x, y| x - y), "sub");
+                let mut out = vec![0.0; shape.iter().product()];
+                broadcast_into(a.as_slice().unwrap(), &sa, &shape, &mut out);
+                let want = ArrayD::from_shape_fn(IxDyn(&shape), |i| ref_at(&a, i.slice()));
+                same_f64(&ArrayD::from_shape_vec(IxDyn(&shape), out).unwrap(), &want, "broadcast_into");
+            }
+            None => assert_shape_error(E::add(&a, &b), "add", &sa, &sb),
+        }
+    }
+}
+
+#[test]
+fn big_parallel_broadcast() {
+    // Large enough to take the parallel path, with a bias and a column operand.
+    let x = data(&[4097, 33], 5);
+    let bias = data(&[33], 6);
+    let col = data(&[4097, 1], 7);
+    same_f64(
+        &E::add(&x, &bias).unwrap(),
+        &ref_binary(&x, &bias, |a, b| a + b),
+        "bias",
+    );
+    same_f64(
+        &E::mul(&x, &col).unwrap(),
+        &ref_binary(&x, &col, |a, b| a * b),
+        "column",
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(3)
+        .build()
+        .unwrap();
+    let got = pool.install(|| E::add(&x, &col).unwrap());
+    same_f64(&got, &ref_binary(&x, &col, |a, b| a + b), "custom pool");
+}

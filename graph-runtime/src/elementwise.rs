@@ -125,6 +125,9 @@ impl<const K: usize> Plan<K> {
         len: usize,
         mut run: impl FnMut(usize, [usize; K], usize),
     ) {
+        if len == 0 {
+            return;
+        }
         let rank = self.dims.len();
         let inner = self.dims[rank - 1];
         // The multi-index of `first`, and the operand offsets there.

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use graph_runtime::Error;
-use ndarray::{ArrayD, Dimension, IxDyn, ShapeBuilder};
+pub use ndarray::Dimension;
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
 
 /// The sizes every op is checked on.
 pub const SIZES: [usize; 5] = [0, 1, 7, 1023, 4097];
