@@ -1,5 +1,16 @@
 //! The `#[graph]` attribute macro: a thin entry over the pipeline in `expand.rs`.
 
+mod diag;
+mod emit;
+mod expand;
+mod fuse;
+mod infer;
+mod ir;
+mod lower;
+mod passes;
+mod schedule;
+mod signature;
+
 use proc_macro::TokenStream;
 
 /// Compiles a function over tensors into a fused, statically scheduled graph.
@@ -9,5 +20,5 @@ use proc_macro::TokenStream;
 /// `NAME::graph`).
 #[proc_macro_attribute]
 pub fn graph(attr: TokenStream, item: TokenStream) -> TokenStream {
-    TokenStream::new()
+    expand::expand(attr.into(), item.into()).into()
 }

@@ -1,0 +1,1009 @@
+//! Emits the compiled body: straight-line Rust, one kernel call per fused group in the fixed schedule, buffers from the static plan.
+
+use super::{dim_value, elem_ty, len_expr, shape_expr};
+use crate::fuse::{classify, reduction_split, tree_leaves, Group, GroupKind, LeafClass, Plan};
+use crate::ir::*;
+use crate::schedule::Schedule;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::HashMap;
+
+/// How a materialised value is held in the emitted code.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Store {
+    /// A local of the element type (rank-0 values).
+    Scalar,
+    /// A borrowed `&[T]` (parameters).
+    Slice,
+    /// An owned `Vec<T>`.
+    Owned,
+    /// A view of another value's storage (`reshape`).
+    Alias(NodeId),
+}
+
+pub struct Emitter<'a> {
+    graph: &'a Graph,
+    plan: &'a Plan,
+    sched: &'a Schedule,
+    store: HashMap<NodeId, Store>,
+    moved: Vec<NodeId>,
+    profile_labels: Vec<String>,
+}
+
+fn v(id: NodeId) -> Ident {
+    format_ident!("v{}", id.0)
+}
+
+/// The `Numeric` trait path, for integer arithmetic with the runtime's semantics.
+fn numeric() -> TokenStream {
+    quote!(::grafo::__private::Numeric)
+}
+
+/// A literal of `dtype` with value `s`.
+pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
+    match (s.convert(dtype), dtype) {
+        (Scalar::Float(x), DType::F32) => {
+            let x = x as f32;
+            if x.is_nan() {
+                quote!(f32::NAN)
+            } else if x.is_infinite() {
+                if x > 0.0 {
+                    quote!(f32::INFINITY)
+                } else {
+                    quote!(f32::NEG_INFINITY)
+                }
+            } else {
+                quote!(#x)
+            }
+        }
+        (Scalar::Float(x), _) => {
+            if x.is_nan() {
+                quote!(f64::NAN)
+            } else if x.is_infinite() {
+                if x > 0.0 {
+                    quote!(f64::INFINITY)
+                } else {
+                    quote!(f64::NEG_INFINITY)
+                }
+            } else {
+                quote!(#x)
+            }
+        }
+        (Scalar::Int(x), DType::I32) => {
+            let x = x as i32;
+            quote!(#x)
+        }
+        (Scalar::Int(x), _) => quote!(#x),
+        (Scalar::Bool(b), _) => quote!(#b),
+    }
+}
+
+/// The scalar expression of one elementwise op over already-computed operand expressions.
+pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream {
+    let node = graph.node(id);
+    let dt = node.dtype;
+    let t = elem_ty(dt);
+    let num = numeric();
+    let float = dt.is_float();
+    let suffix = if dt == DType::F64 { "f64" } else { "f32" };
+    let math = |name: &str| {
+        let f = format_ident!("{}_{}", name, suffix);
+        quote!(::grafo::__private::math::#f)
+    };
+    match &node.op {
+        Op::Const { value, .. } => literal(*value, dt),
+        Op::Host { expr } => {
+            let e: TokenStream = expr.parse().unwrap_or_else(|_| quote!(compile_error!("bad host expression")));
+            if dt == DType::Bool {
+                quote!((#e))
+            } else {
+                quote!(((#e) as #t))
+            }
+        }
+        Op::Fill => args[0].clone(),
+        Op::Unary(u) => {
+            let a = &args[0];
+            match u {
+                UnaryOp::Abs if float => quote!(#a.abs()),
+                UnaryOp::Abs => quote!(#num::abs(#a)),
+                UnaryOp::Neg if float => quote!((-#a)),
+                UnaryOp::Neg => quote!(#num::neg(#a)),
+                UnaryOp::Square if float => quote!((#a * #a)),
+                UnaryOp::Square => quote!(#num::mul(#a, #a)),
+                UnaryOp::Relu if float => quote!((if #a < (0 as #t) { 0 as #t } else { #a })),
+                UnaryOp::Relu => quote!((if #a < 0 { 0 } else { #a })),
+                UnaryOp::Sqrt => quote!(#a.sqrt()),
+                UnaryOp::Rsqrt => {
+                    let f = math("rsqrt");
+                    quote!(#f(#a))
+                }
+                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Sin | UnaryOp::Cos => {
+                    let f = math(u.name());
+                    quote!(#f(#a))
+                }
+            }
+        }
+        Op::Binary(b) => {
+            let (x, y) = (&args[0], &args[1]);
+            let exponent = graph.const_value(node.inputs[1]);
+            match b {
+                BinaryOp::Add if float => quote!((#x + #y)),
+                BinaryOp::Sub if float => quote!((#x - #y)),
+                BinaryOp::Mul if float => quote!((#x * #y)),
+                BinaryOp::Div if float => quote!((#x / #y)),
+                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(2.0) => quote!((#x * #x)),
+                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(3.0) => quote!((#x * #x * #x)),
+                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(0.5) => quote!(#x.sqrt()),
+                BinaryOp::Pow if float => quote!(#x.powf(#y)),
+                BinaryOp::Add => quote!(#num::add(#x, #y)),
+                BinaryOp::Sub => quote!(#num::sub(#x, #y)),
+                BinaryOp::Mul => quote!(#num::mul(#x, #y)),
+                BinaryOp::Div => quote!(#num::div(#x, #y)),
+                BinaryOp::Pow => quote!(#num::pow(#x, #y)),
+                BinaryOp::Maximum => quote!(#num::maximum(#x, #y)),
+                BinaryOp::Minimum => quote!(#num::minimum(#x, #y)),
+            }
+        }
+        Op::Compare(c) => {
+            let (x, y) = (&args[0], &args[1]);
+            match c {
+                CmpOp::Lt => quote!((#x < #y)),
+                CmpOp::Le => quote!((#x <= #y)),
+                CmpOp::Gt => quote!((#x > #y)),
+                CmpOp::Ge => quote!((#x >= #y)),
+                CmpOp::Eq => quote!((#x == #y)),
+                CmpOp::Ne => quote!((#x != #y)),
+            }
+        }
+        Op::Select => {
+            let (c, x, y) = (&args[0], &args[1], &args[2]);
+            quote!((if #c { #x } else { #y }))
+        }
+        Op::Cast => {
+            let a = &args[0];
+            let from = elem_ty(graph.node(node.inputs[0]).dtype);
+            quote!(<#from as ::grafo::__private::dtype::CastTo<#t>>::cast_to(#a))
+        }
+        Op::BiasAdd => {
+            let (x, y) = (&args[0], &args[1]);
+            if float {
+                quote!((#x + #y))
+            } else {
+                quote!(#num::add(#x, #y))
+            }
+        }
+        other => {
+            let msg = format!("internal: `{}` is not elementwise", other.name());
+            quote!(compile_error!(#msg))
+        }
+    }
+}
+
+impl<'a> Emitter<'a> {
+    pub fn new(graph: &'a Graph, plan: &'a Plan, sched: &'a Schedule) -> Emitter<'a> {
+        Emitter { graph, plan, sched, store: HashMap::new(), moved: Vec::new(), profile_labels: Vec::new() }
+    }
+
+    /// Labels of the groups for the profiler (ops and shape).
+    pub fn labels(&self) -> &[String] {
+        &self.profile_labels
+    }
+
+    fn node(&self, id: NodeId) -> &Node {
+        self.graph.node(id)
+    }
+
+    /// The body of `__compiled`: parameters to slices, the schedule, the results.
+    pub fn body(&mut self, params: &[Param]) -> TokenStream {
+        let mut out = TokenStream::new();
+        for (i, p) in params.iter().enumerate() {
+            let Param::Tensor(t) = p else { continue };
+            let Some(id) = self.graph.nodes.iter().position(|n| n.op == Op::Input { param: i }).map(NodeId) else { continue };
+            if !self.plan.live[id.0] {
+                continue;
+            }
+            let name = &t.name;
+            let vid = v(id);
+            let et = elem_ty(t.dtype);
+            if t.shape.is_empty() {
+                out.extend(quote!(let #vid: #et = ::grafo::__private::compiled::scalar_of(&#name);));
+                self.store.insert(id, Store::Scalar);
+            } else {
+                let cow = format_ident!("__cow_{}", id.0);
+                out.extend(quote! {
+                    let #cow = ::grafo::__private::compiled::standard(&#name);
+                    let #vid: &[#et] = ::grafo::__private::compiled::contiguous(&#cow);
+                });
+                self.store.insert(id, Store::Slice);
+            }
+        }
+        self.profile_labels = self.plan.groups.iter().map(|g| self.label(g)).collect();
+        out.extend(self.region(Region::Main));
+        // Results.
+        let mut results = Vec::new();
+        for &o in &self.graph.outputs.clone() {
+            let shape = self.node(o).shape.clone();
+            let dv = dim_value(&shape);
+            let data = self.owned_copy(o);
+            results.push(quote!(::grafo::__private::compiled::into_array(#dv, #data)?));
+        }
+        out.extend(quote!(let __results = (#(#results,)*);));
+        out
+    }
+
+    fn label(&self, g: &Group) -> String {
+        let ops: Vec<String> = g.nodes.iter().map(|&n| self.node(n).op.name()).collect();
+        let n = self.node(g.root);
+        format!("{} {} -> {}", g.kind.name(), ops.join("+"), type_str(n.dtype, &n.shape))
+    }
+
+    /// The value `o` as an owned `Vec<T>` (moving it when it is an owned buffer not yet moved).
+    fn owned_copy(&mut self, o: NodeId) -> TokenStream {
+        let vid = v(o);
+        match self.store.get(&o).copied() {
+            Some(Store::Owned) if !self.moved.contains(&o) => {
+                self.moved.push(o);
+                quote!(#vid)
+            }
+            Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
+                let s = self.slice(o);
+                quote!(#s.to_vec())
+            }
+            Some(Store::Scalar) => quote!(::std::vec![#vid]),
+            None => {
+                let e = self.scalar_value(o);
+                quote!(::std::vec![#e])
+            }
+        }
+    }
+
+    /// A `&[T]` expression for a materialised tensor value.
+    fn slice(&self, id: NodeId) -> TokenStream {
+        let vid = v(id);
+        match self.store.get(&id) {
+            Some(Store::Slice) => quote!(#vid),
+            Some(Store::Alias(r)) => self.slice(*r),
+            _ => quote!(&#vid[..]),
+        }
+    }
+
+    /// A scalar expression for a rank-0 value (a local, or an inlined constant).
+    fn scalar_value(&self, id: NodeId) -> TokenStream {
+        match self.store.get(&id) {
+            Some(Store::Scalar) => {
+                let vid = v(id);
+                quote!(#vid)
+            }
+            Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
+                let s = self.slice(id);
+                quote!(#s[0])
+            }
+            None => {
+                let n = self.node(id);
+                if matches!(n.op, Op::Const { .. } | Op::Host { .. }) {
+                    scalar_op(self.graph, id, &[])
+                } else {
+                    let args: Vec<TokenStream> = n.inputs.iter().map(|&i| self.scalar_value(i)).collect();
+                    scalar_op(self.graph, id, &args)
+                }
+            }
+        }
+    }
+
+    /// Emits the groups of one region in schedule order.
+    fn region(&mut self, r: Region) -> TokenStream {
+        let ids = self.sched.region_groups.get(&r).cloned().unwrap_or_default();
+        let mut out = TokenStream::new();
+        for gid in ids {
+            let g = self.plan.groups[gid].clone();
+            let code = self.group(&g);
+            let timed = !matches!(g.kind, GroupKind::Scalar | GroupKind::View | GroupKind::Cond);
+            if timed {
+                let label = &self.profile_labels[gid];
+                out.extend(quote! {
+                    let __t = __ctx.start();
+                    #code
+                    __ctx.record(#gid, #label, __t);
+                });
+            } else {
+                out.extend(code);
+            }
+            for &f in &self.sched.frees_after[gid] {
+                if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
+                    continue;
+                }
+                if let Some(s) = self.sched.slot[f.0] {
+                    let vid = v(f);
+                    let et = elem_ty(self.node(f).dtype);
+                    out.extend(quote!(__ctx.give::<#et>(#s, #vid);));
+                    self.moved.push(f);
+                }
+            }
+        }
+        out
+    }
+
+    /// Declares the output buffer of a group's value.
+    fn alloc(&mut self, id: NodeId) -> TokenStream {
+        let n = self.node(id);
+        let et = elem_ty(n.dtype);
+        let len = len_expr(&n.shape);
+        let vid = v(id);
+        self.store.insert(id, Store::Owned);
+        match self.sched.slot[id.0] {
+            Some(s) if !self.sched.fresh[id.0] => quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len);),
+            _ => quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh::<#et>(#len);),
+        }
+    }
+
+    fn group(&mut self, g: &Group) -> TokenStream {
+        match g.kind {
+            GroupKind::Scalar => {
+                let e = self.tree_scalar(g.root);
+                let vid = v(g.root);
+                let et = elem_ty(self.node(g.root).dtype);
+                self.store.insert(g.root, Store::Scalar);
+                quote!(let #vid: #et = #e;)
+            }
+            GroupKind::Elementwise => self.elementwise(g),
+            GroupKind::MatMul | GroupKind::Conv2d => self.linalg(g),
+            GroupKind::Reduce => self.reduce(g),
+            GroupKind::Softmax => {
+                let n = self.node(g.root).clone();
+                let Op::Softmax { axis, log } = n.op else { unreachable!("softmax group") };
+                let x = self.slice(n.inputs[0]);
+                let shape = shape_expr(&n.shape);
+                let alloc = self.alloc(g.root);
+                let vid = v(g.root);
+                quote! {
+                    #alloc
+                    ::grafo::__private::softmax::softmax_into(#x, &#shape, #axis, #log, &mut #vid[..]);
+                }
+            }
+            GroupKind::Transpose => {
+                let n = self.node(g.root).clone();
+                let Op::Transpose { perm } = &n.op else { unreachable!("transpose group") };
+                let x = self.slice(n.inputs[0]);
+                let in_shape = shape_expr(&self.node(n.inputs[0]).shape);
+                let alloc = self.alloc(g.root);
+                let vid = v(g.root);
+                quote! {
+                    #alloc
+                    ::grafo::__private::layout::transpose_into(#x, &#in_shape, &[#(#perm),*], &mut #vid[..]);
+                }
+            }
+            GroupKind::View => {
+                let n = self.node(g.root).clone();
+                let input = n.inputs[0];
+                let in_scalar = self.node(input).shape.is_empty() || self.store.get(&input) == Some(&Store::Scalar) || !self.plan.materialised[input.0];
+                let vid = v(g.root);
+                let et = elem_ty(n.dtype);
+                if n.shape.is_empty() {
+                    let e = self.scalar_value(input);
+                    self.store.insert(g.root, Store::Scalar);
+                    quote!(let #vid: #et = #e;)
+                } else if in_scalar {
+                    let e = self.scalar_value(input);
+                    self.store.insert(g.root, Store::Owned);
+                    quote!(let #vid: ::std::vec::Vec<#et> = ::std::vec![#e];)
+                } else {
+                    self.store.insert(g.root, Store::Alias(input));
+                    quote!()
+                }
+            }
+            GroupKind::Assert => self.assert(g),
+            GroupKind::Cond => self.cond(g),
+        }
+    }
+
+    /// A rank-0 elementwise expression over scalar locals.
+    fn tree_scalar(&self, id: NodeId) -> TokenStream {
+        let n = self.node(id);
+        let args: Vec<TokenStream> = n
+            .inputs
+            .iter()
+            .map(|&i| {
+                let inode = self.node(i);
+                if self.plan.materialised[i.0] && !inode.shape.is_empty() {
+                    // A rank>0 operand of a rank-0 result cannot happen (broadcasting only grows).
+                    let s = self.slice(i);
+                    quote!(#s[0])
+                } else if self.plan.materialised[i.0] {
+                    self.scalar_value(i)
+                } else {
+                    self.tree_scalar(i)
+                }
+            })
+            .collect();
+        if matches!(n.op, Op::Const { .. } | Op::Host { .. }) {
+            return scalar_op(self.graph, id, &[]);
+        }
+        scalar_op(self.graph, id, &args)
+    }
+
+    /// Leaf parameters of a fused loop: (params, call args, per-row bindings, element reads).
+    fn leaves(&self, root: NodeId, out_shape: &[Dim], split: usize, skip: Option<NodeId>, flat: bool) -> LoopLeaves {
+        let mut leaves = tree_leaves(self.graph, root, &self.plan.materialised);
+        if let Some(s) = skip {
+            leaves.retain(|&l| l != s);
+        }
+        let mut ll = LoopLeaves::default();
+        let out_dims = shape_expr(out_shape);
+        for (k, &l) in leaves.iter().enumerate() {
+            let ln = self.node(l);
+            let et = elem_ty(ln.dtype);
+            let p = format_ident!("__l{}", k);
+            let b = format_ident!("__b{}", k);
+            let is_scalar = ln.shape.is_empty() || self.store.get(&l) == Some(&Store::Scalar);
+            let class = if is_scalar { LeafClass::Scalar } else { classify(&ln.shape, out_shape, split).unwrap_or(LeafClass::Full) };
+            if class == LeafClass::Scalar {
+                let val = if ln.shape.is_empty() {
+                    self.scalar_value(l)
+                } else {
+                    let s = self.slice(l);
+                    quote!(#s[0])
+                };
+                ll.params.push(quote!(#p: #et));
+                ll.args.push(val);
+                ll.reads.insert(l, quote!(#p));
+                continue;
+            }
+            let s = self.slice(l);
+            ll.params.push(quote!(#p: &[#et]));
+            ll.args.push(s);
+            if flat {
+                ll.row_bind.push(quote!(let #p = &#p[__first..__first + __n];));
+                ll.reads.insert(l, quote!(#p[__j]));
+                continue;
+            }
+            match class {
+                LeafClass::Full => {
+                    ll.row_bind.push(quote!(let #p = &#p[__r * __n..__r * __n + __n];));
+                    ll.reads.insert(l, quote!(#p[__j]));
+                }
+                LeafClass::RowVec => {
+                    ll.row_bind.push(quote!(let #p = &#p[..__n];));
+                    ll.reads.insert(l, quote!(#p[__j]));
+                }
+                LeafClass::RowScalar => {
+                    ll.row_bind.push(quote!(let #p = #p[__r];));
+                    ll.reads.insert(l, quote!(#p));
+                }
+                LeafClass::RowSliceAt | LeafClass::RowScalarAt => {
+                    let lshape = shape_expr(&ln.shape);
+                    ll.params.push(quote!(#b: &::grafo::__private::compiled::RowBroadcast));
+                    ll.pre.push(quote!(let #b = ::grafo::__private::compiled::RowBroadcast::new(&#out_dims, &#lshape, #split);));
+                    ll.args.push(quote!(&#b));
+                    if class == LeafClass::RowSliceAt {
+                        ll.row_bind.push(quote!(let #p = &#p[#b.offset(__r)..][..__n];));
+                        ll.reads.insert(l, quote!(#p[__j]));
+                    } else {
+                        ll.row_bind.push(quote!(let #p = #p[#b.offset(__r)];));
+                        ll.reads.insert(l, quote!(#p));
+                    }
+                }
+                LeafClass::Scalar => unreachable!("handled above"),
+            }
+        }
+        ll
+    }
+
+    /// `let` statements computing the fused tree rooted at `root` for element `__j`; returns them and the root's expression.
+    fn tree_lets(&self, root: NodeId, reads: &HashMap<NodeId, TokenStream>) -> (TokenStream, TokenStream) {
+        let mut order = Vec::new();
+        crate::fuse::collect_tree(self.graph, root, &self.plan.materialised, &mut order);
+        let mut lets = TokenStream::new();
+        let mut exprs: HashMap<NodeId, TokenStream> = reads.clone();
+        for &id in &order {
+            if let Some(e) = reads.get(&id) {
+                exprs.insert(id, e.clone());
+                continue;
+            }
+            let n = self.node(id);
+            let args: Vec<TokenStream> = n
+                .inputs
+                .iter()
+                .map(|&i| exprs.get(&i).cloned().unwrap_or_else(|| scalar_op(self.graph, i, &[])))
+                .collect();
+            let e = scalar_op(self.graph, id, &args);
+            let t = format_ident!("__t{}", id.0);
+            let et = elem_ty(n.dtype);
+            lets.extend(quote!(let #t: #et = #e;));
+            exprs.insert(id, quote!(#t));
+        }
+        let root_expr = exprs.get(&root).cloned().unwrap_or_else(|| quote!(compile_error!("internal: missing root")));
+        (lets, root_expr)
+    }
+
+    fn kernel_name(&self, g: &Group) -> Ident {
+        format_ident!("__kernel_g{}", g.id)
+    }
+
+    fn cost(&self, g: &Group) -> usize {
+        g.nodes.iter().map(|&n| if matches!(self.node(n).op, Op::Unary(u) if u.needs_float()) { 8 } else { 1 }).sum::<usize>().max(1)
+    }
+
+    fn elementwise(&mut self, g: &Group) -> TokenStream {
+        let root = g.root;
+        let n = self.node(root).clone();
+        let et = elem_ty(n.dtype);
+        let rank = n.shape.len();
+        let leaves = tree_leaves(self.graph, root, &self.plan.materialised);
+        let flat = leaves.iter().all(|&l| {
+            let ln = self.node(l);
+            ln.shape.is_empty() || ln.shape == n.shape || self.store.get(&l) == Some(&Store::Scalar)
+        });
+        let ll = self.leaves(root, &n.shape, rank - 1, None, flat);
+        let (lets, root_expr) = self.tree_lets(root, &ll.reads);
+        let kname = self.kernel_name(g);
+        let alloc = self.alloc(root);
+        let vid = v(root);
+        let len = len_expr(&n.shape);
+        let cost = self.cost(g);
+        let LoopLeaves { params, args, row_bind, pre, .. } = ll;
+        if flat {
+            quote! {
+                #alloc
+                ::grafo::__private::multiversion! {
+                    fn #kname(__first: usize, __out: &mut [#et] #(, #params)*) {
+                        let __n = __out.len();
+                        #(#row_bind)*
+                        for __j in 0..__n {
+                            #lets
+                            __out[__j] = #root_expr;
+                        }
+                    }
+                }
+                ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));
+            }
+        } else {
+            let row = super::dim_expr(&n.shape[rank - 1]);
+            quote! {
+                #alloc
+                #(#pre)*
+                ::grafo::__private::multiversion! {
+                    fn #kname(__first: usize, __out: &mut [#et], __row: usize #(, #params)*) {
+                        for (__ri, __orow) in __out.chunks_exact_mut(__row).enumerate() {
+                            let __r = __first + __ri;
+                            let __n = __orow.len();
+                            #(#row_bind)*
+                            for __j in 0..__n {
+                                #lets
+                                __orow[__j] = #root_expr;
+                            }
+                        }
+                    }
+                }
+                if #len > 0 {
+                    let __row: usize = #row;
+                    ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
+                }
+            }
+        }
+    }
+
+    /// `matmul` / `conv2d`, with the fused elementwise tail applied to each output block.
+    fn linalg(&mut self, g: &Group) -> TokenStream {
+        let anchor = g.anchor.unwrap_or(g.root);
+        let an = self.node(anchor).clone();
+        let root = self.node(g.root).clone();
+        let et = elem_ty(root.dtype);
+        let rank = root.shape.len();
+        let (a, b) = (an.inputs[0], an.inputs[1]);
+        let (sa, sb) = (self.slice(a), self.slice(b));
+        let (shape_a, shape_b) = (self.node(a).shape.clone(), self.node(b).shape.clone());
+        let kname = self.kernel_name(g);
+        let mut pre = TokenStream::new();
+        let epilogue = if g.anchor.is_some() {
+            let mut ll = self.leaves(g.root, &root.shape, rank - 1, Some(anchor), false);
+            ll.reads.insert(anchor, quote!(__orow[__j]));
+            let (lets, root_expr) = self.tree_lets(g.root, &ll.reads);
+            let LoopLeaves { params, args, row_bind, pre: p, .. } = ll;
+            pre.extend(p);
+            let row = super::dim_expr(&root.shape[rank - 1]);
+            pre.extend(quote! {
+                ::grafo::__private::multiversion! {
+                    fn #kname(__first: usize, __out: &mut [#et], __row: usize #(, #params)*) {
+                        for (__ri, __orow) in __out.chunks_exact_mut(__row).enumerate() {
+                            let __r = __first + __ri;
+                            let __n = __orow.len();
+                            #(#row_bind)*
+                            for __j in 0..__n {
+                                #lets
+                                __orow[__j] = #root_expr;
+                            }
+                        }
+                    }
+                }
+                let __row: usize = #row;
+            });
+            Some((quote!(#kname), args))
+        } else {
+            None
+        };
+        let alloc = self.alloc(g.root);
+        let vid = v(g.root);
+        match an.op {
+            Op::MatMul => {
+                let d = |s: &[Dim], i: usize| super::dim_expr(&s[i]);
+                let (batch, m, k) = if shape_a.len() == 3 { (d(&shape_a, 0), d(&shape_a, 1), d(&shape_a, 2)) } else { (quote!(1usize), d(&shape_a, 0), d(&shape_a, 1)) };
+                let nn = d(&shape_b, shape_b.len() - 1);
+                let b_stride = if shape_b.len() == 3 { quote!(#k * #nn) } else { quote!(0usize) };
+                let call_epi = match &epilogue {
+                    Some((kn, args)) => quote!(|__batch: usize, __row0: usize, __block: &mut [#et]| if __row > 0 { #kn(__batch * __m + __row0, __block, __row #(, #args)*) }),
+                    None => quote!(::grafo::__private::matmul::no_epilogue),
+                };
+                quote! {
+                    #alloc
+                    #pre
+                    let __m: usize = #m;
+                    let __dims = ::grafo::__private::matmul::MatmulDims { batch: #batch, m: __m, k: #k, n: #nn, a_batch_stride: __m * #k, b_batch_stride: #b_stride };
+                    ::grafo::__private::matmul::matmul_into(#sa, #sb, &mut #vid[..], __dims, #call_epi);
+                }
+            }
+            Op::Conv2d { stride, padding } => {
+                let xs = shape_expr(&shape_a);
+                let ks = shape_expr(&shape_b);
+                let pad = match padding {
+                    Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+                    Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+                };
+                let call_epi = match &epilogue {
+                    Some((kn, args)) => quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) }),
+                    None => quote!(|_: usize, _: &mut [#et]| {}),
+                };
+                quote! {
+                    #alloc
+                    #pre
+                    ::grafo::__private::conv::conv2d_into(#sa, #xs, #sb, #ks, #stride, #pad, &mut #vid[..], #call_epi);
+                }
+            }
+            _ => quote!(compile_error!("internal: linalg group without matmul or conv2d")),
+        }
+    }
+
+    fn reduce(&mut self, g: &Group) -> TokenStream {
+        let rnode = self.node(g.root).clone();
+        let input = rnode.inputs[0];
+        let in_shape = self.node(input).shape.clone();
+        let dt = rnode.dtype;
+        let et = elem_ty(dt);
+        let (kind, is_norm) = match &rnode.op {
+            Op::Norm => (ReduceKind::Sum, true),
+            Op::Reduce { kind, .. } => (*kind, false),
+            _ => unreachable!("reduce group"),
+        };
+        let fusable = crate::fuse::reduction_can_fuse(self.graph, g.root) && !in_shape.is_empty();
+        if !fusable {
+            // General axes: the runtime's strided reduction over the materialised input.
+            let Op::Reduce { axes, .. } = &rnode.op else { unreachable!("norm always fuses") };
+            let x = if in_shape.is_empty() {
+                let e = self.scalar_value(input);
+                quote!(&[#e][..])
+            } else {
+                self.slice(input)
+            };
+            let kind_t = match kind {
+                ReduceKind::Sum => quote!(Sum),
+                ReduceKind::Mean => quote!(Mean),
+                ReduceKind::Max => quote!(Max),
+                ReduceKind::Min => quote!(Min),
+            };
+            let shape = shape_expr(&in_shape);
+            if rnode.shape.is_empty() {
+                let vid = v(g.root);
+                self.store.insert(g.root, Store::Scalar);
+                return quote! {
+                    let mut __tmp: [#et; 1] = [<#et as ::std::default::Default>::default()];
+                    ::grafo::__private::reduce::reduce_into(#x, &#shape, &[#(#axes),*], ::grafo::__private::reduce::ReduceKind::#kind_t, &mut __tmp[..]);
+                    let #vid: #et = __tmp[0];
+                };
+            }
+            let alloc = self.alloc(g.root);
+            let vid = v(g.root);
+            return quote! {
+                #alloc
+                ::grafo::__private::reduce::reduce_into(#x, &#shape, &[#(#axes),*], ::grafo::__private::reduce::ReduceKind::#kind_t, &mut #vid[..]);
+            };
+        }
+        let split = reduction_split(self.graph, g.root);
+        let all_axes = split == 0;
+        // Accumulate f32 in f64 lanes; others in their own type.
+        let acc_t = if dt == DType::F32 { quote!(f64) } else { et.clone() };
+        let num = numeric();
+        let (init, combine): (TokenStream, Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>) = match kind {
+            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => (quote!(0.0), Box::new(|a, b| quote!(#a + #b))),
+            ReduceKind::Sum | ReduceKind::Mean => (quote!(0), Box::new(|a, b| quote!(::grafo::__private::Numeric::add(#a, #b)))),
+            ReduceKind::Max => (quote!(<#et as ::grafo::__private::Numeric>::LOWEST), Box::new(|a, b| quote!(::grafo::__private::Numeric::maximum(#a, #b)))),
+            ReduceKind::Min => (quote!(<#et as ::grafo::__private::Numeric>::HIGHEST), Box::new(|a, b| quote!(::grafo::__private::Numeric::minimum(#a, #b)))),
+        };
+        let acc_t = if matches!(kind, ReduceKind::Max | ReduceKind::Min) { et.clone() } else { acc_t };
+        let to_acc = |e: TokenStream| -> TokenStream {
+            if dt == DType::F32 && !matches!(kind, ReduceKind::Max | ReduceKind::Min) {
+                quote!((#e as f64))
+            } else {
+                e
+            }
+        };
+        let finish = |total: TokenStream, count: TokenStream| -> TokenStream {
+            match (kind, is_norm) {
+                (_, true) => quote!((#total.sqrt() as #et)),
+                (ReduceKind::Mean, _) if dt.is_float() => quote!(((#total / (#count as #acc_t)) as #et)),
+                (ReduceKind::Mean, _) => quote!(#num::div(#total, #count as #et)),
+                _ if dt == DType::F32 => quote!((#total as #et)),
+                _ => total,
+            }
+        };
+        // The value reduced per element: the producer expression (squared for norm).
+        let producer = g.producer.unwrap_or(input);
+        let flat = all_axes && {
+            let leaves = if g.producer.is_some() { tree_leaves(self.graph, producer, &self.plan.materialised) } else { vec![input] };
+            leaves.iter().all(|&l| self.node(l).shape.is_empty() || self.node(l).shape == in_shape || self.store.get(&l) == Some(&Store::Scalar))
+        };
+        let loop_split = if all_axes && !flat { in_shape.len() - 1 } else { split };
+        let mut ll = if g.producer.is_some() {
+            self.leaves(producer, &in_shape, loop_split, None, flat)
+        } else {
+            // The input itself is the only leaf.
+            let mut ll = LoopLeaves::default();
+            let s = self.slice(input);
+            ll.params.push(quote!(__l0: &[#et]));
+            ll.args.push(s);
+            if flat {
+                ll.row_bind.push(quote!(let __l0 = &__l0[__first..__first + __n];));
+            } else {
+                ll.row_bind.push(quote!(let __l0 = &__l0[__r * __n..__r * __n + __n];));
+            }
+            ll.reads.insert(input, quote!(__l0[__j]));
+            ll
+        };
+        let (lets, val) = if g.producer.is_some() { self.tree_lets(producer, &ll.reads) } else { (TokenStream::new(), ll.reads[&input].clone()) };
+        let val = if is_norm { quote!({ let __v = #val; __v * __v }) } else { val };
+        let val = to_acc(val);
+        let lanes = 8usize;
+        let acc_step = combine(quote!(__acc[__t]), quote!(__val));
+        let tail_step = combine(quote!(__tail), quote!(__val));
+        let total_step = combine(quote!(__total), quote!(__acc[__t]));
+        let accumulate = quote! {
+            let mut __acc: [#acc_t; #lanes] = [#init; #lanes];
+            let mut __tail: #acc_t = #init;
+            let __chunks = __n / #lanes;
+            for __c in 0..__chunks {
+                for __t in 0..#lanes {
+                    let __j = __c * #lanes + __t;
+                    #lets
+                    let __val: #acc_t = #val;
+                    __acc[__t] = #acc_step;
+                }
+            }
+            for __j in __chunks * #lanes..__n {
+                #lets
+                let __val: #acc_t = #val;
+                __tail = #tail_step;
+            }
+            let mut __total: #acc_t = __tail;
+            for __t in 0..#lanes {
+                __total = #total_step;
+            }
+        };
+        let kname = self.kernel_name(g);
+        let cost = self.cost(g);
+        let LoopLeaves { params, args, row_bind, pre, .. } = std::mem::take(&mut ll);
+        let in_len = len_expr(&in_shape);
+        if all_axes {
+            let combine_partials = combine(quote!(__a), quote!(__b));
+            let (kernel, call) = if flat {
+                (
+                    quote! {
+                        fn #kname(__first: usize, __end: usize #(, #params)*) -> #acc_t {
+                            let __n = __end - __first;
+                            #(#row_bind)*
+                            #accumulate
+                            __total
+                        }
+                    },
+                    quote!(::grafo::__private::parallel::map_reduce(#in_len, #cost, |__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end #(, #args)*), |__a: #acc_t, __b: #acc_t| #combine_partials)),
+                )
+            } else {
+                let row = super::dim_expr(&in_shape[in_shape.len() - 1]);
+                (
+                    quote! {
+                        fn #kname(__start: usize, __end: usize, __row: usize #(, #params)*) -> #acc_t {
+                            let mut __sum: #acc_t = #init;
+                            for __r in __start..__end {
+                                let __n = __row;
+                                #(#row_bind)*
+                                #accumulate
+                                let (__a, __b) = (__sum, __total);
+                                __sum = #combine_partials;
+                            }
+                            __sum
+                        }
+                    },
+                    quote!({
+                        let __row: usize = #row;
+                        let __rows: usize = if __row == 0 { 0 } else { #in_len / __row };
+                        ::grafo::__private::parallel::map_reduce(__rows, __row * #cost, |__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end, __row #(, #args)*), |__a: #acc_t, __b: #acc_t| #combine_partials)
+                    }),
+                )
+            };
+            let fin = finish(quote!(__grand), in_len.clone());
+            let vid = v(g.root);
+            if rnode.shape.is_empty() {
+                self.store.insert(g.root, Store::Scalar);
+                return quote! {
+                    #(#pre)*
+                    ::grafo::__private::multiversion! { #kernel }
+                    let __grand: #acc_t = #call;
+                    let #vid: #et = #fin;
+                };
+            }
+            let alloc = self.alloc(g.root);
+            return quote! {
+                #(#pre)*
+                #alloc
+                ::grafo::__private::multiversion! { #kernel }
+                let __grand: #acc_t = #call;
+                #vid[0] = #fin;
+            };
+        }
+        // Trailing axes: one output element per row.
+        let row_len = len_expr(&in_shape[split..]);
+        let fin = finish(quote!(__total), quote!(__n));
+        let alloc = self.alloc(g.root);
+        let vid = v(g.root);
+        quote! {
+            #alloc
+            #(#pre)*
+            ::grafo::__private::multiversion! {
+                fn #kname(__first: usize, __out: &mut [#et], __row: usize #(, #params)*) {
+                    for (__ri, __o) in __out.iter_mut().enumerate() {
+                        let __r = __first + __ri;
+                        let __n = __row;
+                        #(#row_bind)*
+                        #accumulate
+                        *__o = #fin;
+                    }
+                }
+            }
+            let __row: usize = #row_len;
+            ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, __row * #cost + 1, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
+        }
+    }
+
+    fn assert(&mut self, g: &Group) -> TokenStream {
+        let n = self.node(g.root).clone();
+        let Op::Assert { kind, message } = &n.op else { unreachable!("assert group") };
+        let views: Vec<TokenStream> = n
+            .inputs
+            .iter()
+            .map(|&i| {
+                let inode = self.node(i);
+                if inode.shape.is_empty() || !self.plan.materialised[i.0] || self.store.get(&i) == Some(&Store::Scalar) {
+                    let e = self.scalar_value(i);
+                    quote!(::grafo::__private::compiled::view_of(::std::slice::from_ref(&#e), &[])?)
+                } else {
+                    let s = self.slice(i);
+                    let sh = shape_expr(&inode.shape);
+                    quote!(::grafo::__private::compiled::view_of(#s, &#sh)?)
+                }
+            })
+            .collect();
+        let f = format_ident!("{}", kind.name());
+        let line = n.line;
+        quote!(::grafo::eager::#f(#(#views,)* #message).map_err(|e| e.at_line(#line))?;)
+    }
+
+    fn cond(&mut self, g: &Group) -> TokenStream {
+        let cid = g.cond.expect("cond group");
+        let c = self.graph.conds[cid.0].clone();
+        let pred = match &c.predicate {
+            Predicate::Tensor(p) => self.scalar_value(*p),
+            Predicate::Host(t) => quote!((#t)),
+        };
+        let then_r = Region::Arm { cond: cid, then_arm: true };
+        let else_r = Region::Arm { cond: cid, then_arm: false };
+        let moved_before = self.moved.clone();
+        let store_before = self.store.clone();
+        let (then_code, then_moved) = self.arm(then_r, &c.then_outputs, &c.results, g.id);
+        let after_then_moved = std::mem::replace(&mut self.moved, moved_before);
+        self.store = store_before.clone();
+        let (else_code, else_moved) = self.arm(else_r, &c.else_outputs, &c.results, g.id);
+        let after_else_moved = self.moved.clone();
+        self.store = store_before;
+        // Outer buffers that die at the cond: moved in one arm, given back in the other.
+        let outer_dead: Vec<NodeId> = c
+            .then_outputs
+            .iter()
+            .chain(&c.else_outputs)
+            .copied()
+            .filter(|&o| self.node(o).region != then_r && self.node(o).region != else_r && self.store.get(&o) == Some(&Store::Owned) && self.sched.last_use[o.0] == Some(g.id))
+            .collect();
+        let give = |moved: &[NodeId]| -> TokenStream {
+            let mut t = TokenStream::new();
+            let mut done = Vec::new();
+            for &o in &outer_dead {
+                if moved.contains(&o) || done.contains(&o) {
+                    continue;
+                }
+                done.push(o);
+                if let Some(s) = self.sched.slot[o.0] {
+                    let vid = v(o);
+                    let et = elem_ty(self.node(o).dtype);
+                    t.extend(quote!(__ctx.give::<#et>(#s, #vid);));
+                }
+            }
+            t
+        };
+        let then_give = give(&then_moved);
+        let else_give = give(&else_moved);
+        let mut moved = after_then_moved;
+        for m in after_else_moved.into_iter().chain(outer_dead.iter().copied()) {
+            if !moved.contains(&m) {
+                moved.push(m);
+            }
+        }
+        self.moved = moved;
+        let names: Vec<Ident> = c.results.iter().map(|&r| v(r)).collect();
+        for &r in &c.results {
+            let st = if self.node(r).shape.is_empty() { Store::Scalar } else { Store::Owned };
+            self.store.insert(r, st);
+        }
+        let (then_vals, else_vals) = (then_code.1, else_code.1);
+        let (then_body, else_body) = (then_code.0, else_code.0);
+        quote! {
+            #[allow(unused_mut)]
+            let (#(mut #names,)*) = if #pred {
+                #then_body
+                #then_give
+                (#(#then_vals,)*)
+            } else {
+                #else_body
+                #else_give
+                (#(#else_vals,)*)
+            };
+        }
+    }
+
+    /// Emits one arm: its groups, then the values of the cond's outputs. Returns (code, values) and the outer values it moved.
+    fn arm(&mut self, r: Region, outs: &[NodeId], results: &[NodeId], cond_group: usize) -> ((TokenStream, Vec<TokenStream>), Vec<NodeId>) {
+        let code = self.region(r);
+        let mut vals = Vec::new();
+        let mut moved_outer = Vec::new();
+        for (k, &o) in outs.iter().enumerate() {
+            let result_scalar = self.node(results[k]).shape.is_empty();
+            if result_scalar {
+                vals.push(self.scalar_value(o));
+                continue;
+            }
+            let inside = self.node(o).region == r;
+            let owned = self.store.get(&o) == Some(&Store::Owned) && !self.moved.contains(&o);
+            let dies = inside || self.sched.last_use[o.0] == Some(cond_group);
+            let vid = v(o);
+            if owned && dies {
+                self.moved.push(o);
+                if !inside {
+                    moved_outer.push(o);
+                }
+                vals.push(quote!(#vid));
+            } else if self.store.get(&o).is_none() || self.store.get(&o) == Some(&Store::Scalar) {
+                let e = self.scalar_value(o);
+                let len = len_expr(&self.node(o).shape);
+                vals.push(quote!(::std::vec![#e; #len]));
+            } else {
+                let s = self.slice(o);
+                vals.push(quote!(#s.to_vec()));
+            }
+        }
+        ((code, vals), moved_outer)
+    }
+}
+
+#[derive(Default)]
+struct LoopLeaves {
+    params: Vec<TokenStream>,
+    args: Vec<TokenStream>,
+    row_bind: Vec<TokenStream>,
+    pre: Vec<TokenStream>,
+    reads: HashMap<NodeId, TokenStream>,
+}

@@ -1,0 +1,171 @@
+//! Emits `NAME::graph()`: the optimised graph, its cond subgraphs, fusion groups, schedule and buffer plan as a `grafo::GraphDef`.
+
+use crate::fuse::Plan;
+use crate::ir::*;
+use crate::schedule::Schedule;
+use proc_macro2::TokenStream;
+use quote::quote;
+
+fn dtype_tokens(dt: DType) -> TokenStream {
+    let v = crate::emit::ident(dt.variant());
+    quote!(::grafo::DType::#v)
+}
+
+fn dims_tokens(shape: &[Dim]) -> TokenStream {
+    let ds = shape.iter().map(|d| match d {
+        Dim::Const(n) => {
+            let n = *n as usize;
+            quote!(::grafo::Dim::Static(#n))
+        }
+        Dim::Sym(s) => quote!(::grafo::Dim::Symbol(::std::string::String::from(#s))),
+    });
+    quote!(::std::vec![#(#ds),*])
+}
+
+fn region_tokens(r: Region, cond_index: &[Option<usize>]) -> TokenStream {
+    match r {
+        Region::Main => quote!(::grafo::Region::Main),
+        Region::Arm { cond, then_arm } => {
+            let c = cond_index[cond.0].unwrap_or(cond.0);
+            quote!(::grafo::Region::CondArm { cond: #c, then_arm: #then_arm })
+        }
+    }
+}
+
+/// The body of `graph()`, building the `GraphDef`.
+pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Schedule, passes: &[&str]) -> TokenStream {
+    // Live nodes, renumbered densely.
+    let index: Vec<Option<usize>> = {
+        let mut k = 0;
+        plan.live
+            .iter()
+            .map(|&l| {
+                if l {
+                    k += 1;
+                    Some(k - 1)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    let live_conds: Vec<usize> = graph.conds.iter().enumerate().filter(|(_, c)| !c.removed && c.results.iter().any(|r| plan.live[r.0])).map(|(i, _)| i).collect();
+    let cond_index: Vec<Option<usize>> = (0..graph.conds.len()).map(|i| live_conds.iter().position(|&c| c == i)).collect();
+    let mut nodes = Vec::new();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        let Some(id) = index[i] else { continue };
+        let nm = n.name.clone().unwrap_or_else(|| format!("{}_{}", n.op.name(), id));
+        let op = n.op.name();
+        let inputs: Vec<usize> = n.inputs.iter().filter_map(|x| index[x.0]).collect();
+        let dt = dtype_tokens(n.dtype);
+        let shape = dims_tokens(&n.shape);
+        let line = n.line;
+        let attrs: Vec<(String, String)> = match &n.op {
+            Op::Const { value, .. } => vec![("value".into(), value.to_string())],
+            Op::Reduce { axes, keep_dims, .. } => vec![("axes".into(), format!("{axes:?}")), ("keep_dims".into(), keep_dims.to_string())],
+            Op::Transpose { perm } => vec![("perm".into(), format!("{perm:?}"))],
+            Op::Conv2d { stride, padding } => vec![("stride".into(), stride.to_string()), ("padding".into(), format!("{padding:?}").to_uppercase())],
+            Op::Softmax { axis, .. } => vec![("axis".into(), axis.to_string())],
+            Op::Assert { message, .. } => vec![("message".into(), message.clone())],
+            Op::Host { expr } => vec![("expr".into(), expr.clone())],
+            Op::CondOut { cond, index } => vec![("cond".into(), cond_index[cond.0].unwrap_or(cond.0).to_string()), ("output".into(), index.to_string())],
+            _ => vec![],
+        };
+        let attrs = attrs.iter().map(|(k, v)| quote!((::std::string::String::from(#k), ::std::string::String::from(#v))));
+        let region = region_tokens(n.region, &cond_index);
+        let group = match plan.group_of[i] {
+            Some(g) => quote!(::std::option::Option::Some(#g)),
+            None => quote!(::std::option::Option::None),
+        };
+        nodes.push(quote!(::grafo::NodeDef {
+            id: #id,
+            name: ::std::string::String::from(#nm),
+            op: ::std::string::String::from(#op),
+            inputs: ::std::vec![#(#inputs),*],
+            dtype: #dt,
+            shape: #shape,
+            line: #line,
+            attrs: ::std::vec![#(#attrs),*],
+            region: #region,
+            group: #group,
+        }));
+    }
+    let mut conds = Vec::new();
+    for (k, &ci) in live_conds.iter().enumerate() {
+        let c = &graph.conds[ci];
+        let pred = match c.predicate {
+            Predicate::Tensor(p) => index[p.0].unwrap_or(usize::MAX),
+            Predicate::Host(_) => usize::MAX,
+        };
+        let outs = c.names.iter().zip(c.then_outputs.iter().zip(&c.else_outputs)).map(|(nm, (t, e))| {
+            let (t, e) = (index[t.0].unwrap_or(usize::MAX), index[e.0].unwrap_or(usize::MAX));
+            quote!((::std::string::String::from(#nm), #t, #e))
+        });
+        let node = c.results.first().and_then(|r| index[r.0]).unwrap_or(usize::MAX);
+        conds.push(quote!(::grafo::CondDef { id: #k, predicate: #pred, outputs: ::std::vec![#(#outs),*], node: #node }));
+    }
+    let mut groups = Vec::new();
+    for g in &plan.groups {
+        let id = g.id;
+        let kind = g.kind.name();
+        let gnodes: Vec<usize> = g.nodes.iter().filter_map(|x| index[x.0]).collect();
+        let output = index[g.root.0].unwrap_or(usize::MAX);
+        let buffer = match sched.slot[g.root.0] {
+            Some(s) if !sched.fresh[g.root.0] => quote!(::std::option::Option::Some(#s)),
+            _ => quote!(::std::option::Option::None),
+        };
+        let region = region_tokens(g.region, &cond_index);
+        groups.push(quote!(::grafo::GroupDef {
+            id: #id,
+            kind: ::std::string::String::from(#kind),
+            nodes: ::std::vec![#(#gnodes),*],
+            output: #output,
+            buffer: #buffer,
+            in_place: false,
+            region: #region,
+        }));
+    }
+    let schedule: Vec<usize> = (0..plan.groups.len()).collect();
+    let mut buffers = Vec::new();
+    for (s, (dt, values)) in sched.slots.iter().enumerate() {
+        let dtt = dtype_tokens(*dt);
+        let sizes: Vec<String> = values.iter().map(|v| Monomial::of(&graph.node(*v).shape).to_string()).collect();
+        let size = if sizes.len() == 1 { sizes[0].clone() } else { format!("max({})", sizes.join(", ")) };
+        let vals: Vec<usize> = values.iter().filter_map(|x| index[x.0]).collect();
+        buffers.push(quote!(::grafo::BufferDef { id: #s, dtype: #dtt, size: ::std::string::String::from(#size), values: ::std::vec![#(#vals),*] }));
+    }
+    let mut inputs = Vec::new();
+    for (i, p) in params.iter().enumerate() {
+        match p {
+            Param::Tensor(t) => {
+                let nm = t.name.to_string();
+                let dt = dtype_tokens(t.dtype);
+                let shape = dims_tokens(&t.shape);
+                let node = graph.nodes.iter().position(|n| n.op == Op::Input { param: i }).and_then(|x| index[x]);
+                let node = match node {
+                    Some(x) => quote!(::std::option::Option::Some(#x)),
+                    None => quote!(::std::option::Option::None),
+                };
+                inputs.push(quote!(::grafo::InputDef { name: ::std::string::String::from(#nm), dtype: ::std::option::Option::Some(#dt), shape: #shape, node: #node }));
+            }
+            Param::Host(h) => {
+                let nm = h.name.to_string();
+                inputs.push(quote!(::grafo::InputDef { name: ::std::string::String::from(#nm), dtype: ::std::option::Option::None, shape: ::std::vec::Vec::new(), node: ::std::option::Option::None }));
+            }
+        }
+    }
+    let outputs: Vec<usize> = graph.outputs.iter().filter_map(|o| index[o.0]).collect();
+    quote! {
+        ::grafo::GraphDef {
+            name: ::std::string::String::from(#name),
+            inputs: ::std::vec![#(#inputs),*],
+            nodes: ::std::vec![#(#nodes),*],
+            conds: ::std::vec![#(#conds),*],
+            groups: ::std::vec![#(#groups),*],
+            schedule: ::std::vec![#(#schedule),*],
+            buffers: ::std::vec![#(#buffers),*],
+            outputs: ::std::vec![#(#outputs),*],
+            passes: ::std::vec![#(::std::string::String::from(#passes)),*],
+        }
+    }
+}

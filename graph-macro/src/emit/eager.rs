@@ -1,0 +1,179 @@
+//! Emits `NAME::eager`: the unoptimised graph run op by op through `grafo::eager`, each op allocating its result, `if` as a plain Rust `if`.
+
+use super::{elem_ty, shape_expr};
+use crate::emit::compiled::literal;
+use crate::ir::*;
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote};
+
+fn e(id: NodeId) -> Ident {
+    format_ident!("e{}", id.0)
+}
+
+/// The statements of the eager body; the results are bound to `__results`.
+pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
+    let mut out = region(graph, params, Region::Main);
+    let mut results = Vec::new();
+    for (k, &o) in graph.outputs.iter().enumerate() {
+        let rank = graph.node(o).shape.len();
+        let et = elem_ty(graph.node(o).dtype);
+        let dt = super::dim_ty(rank);
+        let id = e(o);
+        let again = graph.outputs[k + 1..].contains(&o);
+        let val = if again { quote!(#id.to_owned()) } else { quote!(#id.into_owned()) };
+        results.push(quote!(::grafo::__private::compiled::into_rank::<#et, #dt>(#val)?));
+    }
+    out.extend(quote!(let __results = (#(#results,)*);));
+    out
+}
+
+fn region(graph: &Graph, params: &[Param], r: Region) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut done_conds = Vec::new();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        if n.region != r || n.poisoned {
+            continue;
+        }
+        let id = NodeId(i);
+        if let Op::CondOut { cond, .. } = n.op {
+            if !done_conds.contains(&cond) {
+                done_conds.push(cond);
+                out.extend(cond_code(graph, params, cond));
+            }
+            continue;
+        }
+        out.extend(node_code(graph, params, id));
+    }
+    out
+}
+
+fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
+    let n = graph.node(id);
+    let vid = e(id);
+    let ins: Vec<TokenStream> = n
+        .inputs
+        .iter()
+        .map(|&i| {
+            let x = e(i);
+            quote!(#x.view())
+        })
+        .collect();
+    let et = elem_ty(n.dtype);
+    let ev = quote!(::grafo::eager);
+    let call = |f: &str, args: &[TokenStream]| {
+        let f = format_ident!("{}", f);
+        quote!(#ev::#f(#(#args),*)?)
+    };
+    let value = match &n.op {
+        Op::Input { param } => {
+            let Param::Tensor(t) = &params[*param] else { unreachable!("input of a tensor param") };
+            let name = &t.name;
+            quote!(#name.view().into_dyn())
+        }
+        Op::Const { value, .. } => {
+            let l = literal(*value, n.dtype);
+            quote!(::grafo::ndarray::arr0::<#et>(#l).into_dyn())
+        }
+        Op::Host { .. } => {
+            let l = crate::emit::compiled::scalar_op(graph, id, &[]);
+            quote!(::grafo::ndarray::arr0::<#et>(#l).into_dyn())
+        }
+        Op::Fill => {
+            let x = e(n.inputs[0]);
+            let shape = shape_expr(&n.shape);
+            quote!(#ev::fill::<#et>(&#shape, ::grafo::__private::compiled::eager_scalar(&#x.view())?))
+        }
+        Op::Unary(u) => call(u.name(), &ins),
+        Op::Binary(b) => call(b.name(), &ins),
+        Op::Compare(c) => call(c.name(), &ins),
+        Op::Select => call("select", &ins),
+        Op::BiasAdd => call("bias_add", &ins),
+        Op::Cast => {
+            let x = &ins[0];
+            quote!(#ev::cast::<#et, _>(#x)?)
+        }
+        Op::Reduce { kind, axes, keep_dims } => {
+            let x = &ins[0];
+            let f = format_ident!("{}", kind.name());
+            let axes = axes.iter().map(|&a| a as isize);
+            quote!(#ev::#f(#x, Some(&[#(#axes),*][..]), #keep_dims)?)
+        }
+        Op::Norm => call("norm", &ins),
+        Op::MatMul => call("matmul", &ins),
+        Op::Transpose { perm } => {
+            let x = &ins[0];
+            quote!(#ev::transpose(#x, Some(&[#(#perm),*][..]))?)
+        }
+        Op::Reshape => {
+            let x = &ins[0];
+            let shape = shape_expr(&n.shape);
+            quote!(#ev::reshape(#x, &#shape)?)
+        }
+        Op::Conv2d { stride, padding } => {
+            let (x, k) = (&ins[0], &ins[1]);
+            let pad = match padding {
+                Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+                Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+            };
+            quote!(#ev::conv2d(#x, #k, #stride, #pad)?)
+        }
+        Op::Softmax { axis, log } => {
+            let x = &ins[0];
+            let f = if *log { format_ident!("log_softmax") } else { format_ident!("softmax") };
+            let axis = *axis as isize;
+            quote!(#ev::#f(#x, #axis)?)
+        }
+        Op::Assert { kind, message } => {
+            let f = format_ident!("{}", kind.name());
+            let line = n.line;
+            return quote!(#ev::#f(#(#ins,)* #message).map_err(|e| e.at_line(#line))?;);
+        }
+        Op::CondOut { .. } => unreachable!("conds are emitted whole"),
+    };
+    quote!(let #vid = #value;)
+}
+
+fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
+    let c = &graph.conds[cid.0];
+    let pred = match &c.predicate {
+        Predicate::Tensor(p) => {
+            let x = e(*p);
+            quote!(::grafo::__private::compiled::eager_scalar(&#x.view())?)
+        }
+        Predicate::Host(t) => quote!((#t)),
+    };
+    let last_result = c.results.iter().map(|r| r.0).max().unwrap_or(0);
+    let used_later = |v: NodeId| {
+        graph.nodes.iter().enumerate().any(|(i, n)| i > last_result && !n.poisoned && n.inputs.contains(&v)) || graph.outputs.contains(&v)
+    };
+    let vals = |outs: &[NodeId], r: Region| -> Vec<TokenStream> {
+        outs.iter()
+            .enumerate()
+            .map(|(k, &o)| {
+                let x = e(o);
+                let twice = outs[k + 1..].contains(&o);
+                if graph.node(o).region == r && !twice || !used_later(o) && !twice && !outs[..k].contains(&o) {
+                    quote!(#x.into_owned())
+                } else {
+                    quote!(#x.to_owned())
+                }
+            })
+            .collect()
+    };
+    let then_r = Region::Arm { cond: cid, then_arm: true };
+    let else_r = Region::Arm { cond: cid, then_arm: false };
+    let then_body = region(graph, params, then_r);
+    let else_body = region(graph, params, else_r);
+    let then_vals = vals(&c.then_outputs, then_r);
+    let else_vals = vals(&c.else_outputs, else_r);
+    let names: Vec<Ident> = c.results.iter().map(|&r| e(r)).collect();
+    quote! {
+        let (#(#names,)*) = if #pred {
+            #then_body
+            (#(#then_vals,)*)
+        } else {
+            #else_body
+            (#(#else_vals,)*)
+        };
+    }
+}

@@ -1,0 +1,191 @@
+//! Phase 7, emit: assembles the items generated for `fn NAME` (the compiled function, `NAME::eager`, `NAME::run`, `NAME::graph`).
+
+pub mod compiled;
+pub mod describe;
+pub mod eager;
+
+use crate::ir::{DType, Dim, Param, Shape};
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{format_ident, quote};
+
+/// The Rust type of an element.
+pub fn elem_ty(dt: DType) -> TokenStream {
+    match dt {
+        DType::F32 => quote!(f32),
+        DType::F64 => quote!(f64),
+        DType::I32 => quote!(i32),
+        DType::I64 => quote!(i64),
+        DType::Bool => quote!(bool),
+    }
+}
+
+/// ndarray's dimension type for a rank.
+pub fn dim_ty(rank: usize) -> TokenStream {
+    match rank {
+        0 => quote!(::grafo::ndarray::Ix0),
+        1 => quote!(::grafo::ndarray::Ix1),
+        2 => quote!(::grafo::ndarray::Ix2),
+        3 => quote!(::grafo::ndarray::Ix3),
+        4 => quote!(::grafo::ndarray::Ix4),
+        5 => quote!(::grafo::ndarray::Ix5),
+        6 => quote!(::grafo::ndarray::Ix6),
+        _ => quote!(::grafo::ndarray::IxDyn),
+    }
+}
+
+/// The local holding the size of a symbolic dim.
+pub fn sym_ident(s: &str) -> Ident {
+    format_ident!("__dim_{}", s)
+}
+
+/// One dim as a `usize` expression.
+pub fn dim_expr(d: &Dim) -> TokenStream {
+    match d {
+        Dim::Const(n) => {
+            let n = *n as usize;
+            quote!(#n)
+        }
+        Dim::Sym(s) => {
+            let id = sym_ident(s);
+            quote!(#id)
+        }
+    }
+}
+
+/// A shape as a `[usize; R]` expression.
+pub fn shape_expr(shape: &[Dim]) -> TokenStream {
+    let ds = shape.iter().map(dim_expr);
+    quote!([#(#ds),*])
+}
+
+/// The element count of a shape as a `usize` expression.
+pub fn len_expr(shape: &[Dim]) -> TokenStream {
+    if shape.is_empty() {
+        return quote!(1usize);
+    }
+    let ds = shape.iter().map(dim_expr);
+    quote!((1usize #(* #ds)*))
+}
+
+/// The ndarray dimension value of a shape (`Ix2(a, b)`).
+pub fn dim_value(shape: &[Dim]) -> TokenStream {
+    let ds: Vec<TokenStream> = shape.iter().map(dim_expr).collect();
+    match shape.len() {
+        0 => quote!(::grafo::ndarray::Ix0()),
+        1 => quote!(::grafo::ndarray::Ix1(#(#ds),*)),
+        2 => quote!(::grafo::ndarray::Ix2(#(#ds),*)),
+        3 => quote!(::grafo::ndarray::Ix3(#(#ds),*)),
+        4 => quote!(::grafo::ndarray::Ix4(#(#ds),*)),
+        5 => quote!(::grafo::ndarray::Ix5(#(#ds),*)),
+        6 => quote!(::grafo::ndarray::Ix6(#(#ds),*)),
+        _ => quote!(::grafo::ndarray::IxDyn(&[#(#ds),*])),
+    }
+}
+
+/// The public parameter list: tensors as `impl TensorArg`, host values as declared.
+pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Tensor(t) => {
+                let name = &t.name;
+                let et = elem_ty(t.dtype);
+                let dt = dim_ty(t.shape.len());
+                quote!(#name: impl ::grafo::__private::compiled::TensorArg<'_, #et, #dt>)
+            }
+            Param::Host(h) => {
+                let name = &h.name;
+                let ty = &h.ty;
+                quote!(#name: #ty)
+            }
+        })
+        .collect()
+}
+
+/// The parameter list of the inner functions: tensors as `ArrayView`s.
+pub fn view_params(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Tensor(t) => {
+                let name = &t.name;
+                let et = elem_ty(t.dtype);
+                let dt = dim_ty(t.shape.len());
+                quote!(#name: ::grafo::ndarray::ArrayView<'_, #et, #dt>)
+            }
+            Param::Host(h) => {
+                let name = &h.name;
+                let ty = &h.ty;
+                quote!(#name: #ty)
+            }
+        })
+        .collect()
+}
+
+/// The names of all parameters, for forwarding calls.
+pub fn param_names(params: &[Param]) -> Vec<Ident> {
+    params
+        .iter()
+        .map(|p| match p {
+            Param::Tensor(t) => t.name.clone(),
+            Param::Host(h) => h.name.clone(),
+        })
+        .collect()
+}
+
+/// The result type: `Array<T, IxN>` or a tuple of them.
+pub fn result_type(outputs: &[(DType, Shape)], tuple: bool) -> TokenStream {
+    let tys: Vec<TokenStream> = outputs
+        .iter()
+        .map(|(dt, s)| {
+            let et = elem_ty(*dt);
+            let d = dim_ty(s.len());
+            quote!(::grafo::ndarray::Array<#et, #d>)
+        })
+        .collect();
+    if tuple {
+        quote!((#(#tys,)*))
+    } else {
+        tys.into_iter().next().unwrap_or_else(|| quote!(()))
+    }
+}
+
+/// Entry code: binds symbolic dims from the inputs and checks every static dim and repeated symbol.
+pub fn entry_checks(params: &[Param]) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut bound: Vec<(String, String, usize)> = Vec::new();
+    for p in params {
+        let Param::Tensor(t) = p else { continue };
+        let name = &t.name;
+        let pname = name.to_string();
+        let shape_id = format_ident!("__shape_{}", name);
+        out.extend(quote!(let #shape_id: &[usize] = #name.shape();));
+        for (axis, d) in t.shape.iter().enumerate() {
+            match d {
+                Dim::Const(n) => {
+                    let n = *n as usize;
+                    out.extend(quote!(::grafo::__private::compiled::check_dim(#pname, #axis, #n, #shape_id)?;));
+                }
+                Dim::Sym(s) => {
+                    let id = sym_ident(s);
+                    match bound.iter().find(|(b, _, _)| b == s) {
+                        None => {
+                            out.extend(quote!(let #id: usize = #shape_id[#axis];));
+                            bound.push((s.clone(), pname.clone(), axis));
+                        }
+                        Some((_, by, _)) => {
+                            let by = by.clone();
+                            out.extend(quote!(::grafo::__private::compiled::check_symbol(#s, #id, #by, #pname, #axis, #shape_id)?;));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A span-free identifier.
+pub fn ident(s: &str) -> Ident {
+    Ident::new(s, Span::call_site())
+}

@@ -1,0 +1,541 @@
+//! The graph IR: nodes (ops over tensors) with dtype, shape and the span they came from, plus cond nodes and regions.
+
+use proc_macro2::Span;
+use std::fmt;
+
+/// Index of a node in [`Graph::nodes`]; prints as `n3`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub usize);
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "n{}", self.0)
+    }
+}
+
+/// Index of a cond node in [`Graph::conds`]; prints as `cond1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CondId(pub usize);
+
+impl fmt::Display for CondId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cond{}", self.0)
+    }
+}
+
+/// Element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    F32,
+    F64,
+    I32,
+    I64,
+    Bool,
+}
+
+impl DType {
+    pub fn from_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "f32" => DType::F32,
+            "f64" => DType::F64,
+            "i32" => DType::I32,
+            "i64" => DType::I64,
+            "bool" => DType::Bool,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::I32 | DType::I64)
+    }
+
+    pub fn is_numeric(self) -> bool {
+        self != DType::Bool
+    }
+
+    /// The variant name in `grafo::DType`.
+    pub fn variant(self) -> &'static str {
+        match self {
+            DType::F32 => "F32",
+            DType::F64 => "F64",
+            DType::I32 => "I32",
+            DType::I64 => "I64",
+            DType::Bool => "Bool",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One dimension: a known size or a named symbol bound at the call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dim {
+    Const(u64),
+    Sym(String),
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Const(n) => write!(f, "{n}"),
+            Dim::Sym(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A shape: one [`Dim`] per axis; `[]` is a scalar.
+pub type Shape = Vec<Dim>;
+
+/// Formats a shape as `[B, 784]`.
+pub fn shape_str(shape: &[Dim]) -> String {
+    let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Formats a dtype and shape as `f32[B, 784]`.
+pub fn type_str(dtype: DType, shape: &[Dim]) -> String {
+    format!("{}{}", dtype, shape_str(shape))
+}
+
+/// An element count as `coefficient * product of symbols` (symbols sorted), so that
+/// `[B, 28, 28]` and `[B, 784]` are provably the same size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Monomial {
+    pub coef: u64,
+    pub syms: Vec<String>,
+}
+
+impl Monomial {
+    pub fn of(shape: &[Dim]) -> Monomial {
+        let mut coef = 1u64;
+        let mut syms = Vec::new();
+        for d in shape {
+            match d {
+                Dim::Const(n) => coef = coef.saturating_mul(*n),
+                Dim::Sym(s) => syms.push(s.clone()),
+            }
+        }
+        syms.sort();
+        Monomial { coef, syms }
+    }
+}
+
+impl fmt::Display for Monomial {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if self.coef != 1 || self.syms.is_empty() {
+            parts.push(self.coef.to_string());
+        }
+        parts.extend(self.syms.iter().cloned());
+        f.write_str(&parts.join("*"))
+    }
+}
+
+/// A scalar constant value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Float(f64),
+    Int(i64),
+    Bool(bool),
+}
+
+impl Scalar {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Float(v) => v,
+            Scalar::Int(v) => v as f64,
+            Scalar::Bool(b) => b as u8 as f64,
+        }
+    }
+
+    /// The value converted to `dtype` (`as` semantics).
+    pub fn convert(self, dtype: DType) -> Scalar {
+        match dtype {
+            DType::F32 => Scalar::Float(self.as_f64() as f32 as f64),
+            DType::F64 => Scalar::Float(self.as_f64()),
+            DType::I32 => Scalar::Int(match self {
+                Scalar::Int(v) => v as i32 as i64,
+                other => other.as_f64() as i32 as i64,
+            }),
+            DType::I64 => Scalar::Int(match self {
+                Scalar::Int(v) => v,
+                other => other.as_f64() as i64,
+            }),
+            DType::Bool => Scalar::Bool(self.as_f64() != 0.0),
+        }
+    }
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Float(v) => write!(f, "{v:?}"),
+            Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::Bool(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnaryOp {
+    Abs,
+    Exp,
+    Log,
+    Sqrt,
+    Rsqrt,
+    Square,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Sin,
+    Cos,
+    Neg,
+}
+
+impl UnaryOp {
+    pub fn from_name(name: &str) -> Option<UnaryOp> {
+        Some(match name {
+            "abs" => UnaryOp::Abs,
+            "exp" => UnaryOp::Exp,
+            "log" => UnaryOp::Log,
+            "sqrt" => UnaryOp::Sqrt,
+            "rsqrt" => UnaryOp::Rsqrt,
+            "square" => UnaryOp::Square,
+            "tanh" => UnaryOp::Tanh,
+            "sigmoid" => UnaryOp::Sigmoid,
+            "relu" => UnaryOp::Relu,
+            "sin" => UnaryOp::Sin,
+            "cos" => UnaryOp::Cos,
+            "neg" => UnaryOp::Neg,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            UnaryOp::Abs => "abs",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Rsqrt => "rsqrt",
+            UnaryOp::Square => "square",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Neg => "neg",
+        }
+    }
+
+    /// Whether the op needs a float operand (transcendentals) rather than any number.
+    pub fn needs_float(self) -> bool {
+        !matches!(self, UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Neg)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    Maximum,
+    Minimum,
+}
+
+impl BinaryOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl CmpOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            CmpOp::Lt => "less",
+            CmpOp::Le => "less_equal",
+            CmpOp::Gt => "greater",
+            CmpOp::Ge => "greater_equal",
+            CmpOp::Eq => "equal",
+            CmpOp::Ne => "not_equal",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceKind {
+    Sum,
+    Mean,
+    Max,
+    Min,
+}
+
+impl ReduceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Sum => "reduce_sum",
+            ReduceKind::Mean => "reduce_mean",
+            ReduceKind::Max => "reduce_max",
+            ReduceKind::Min => "reduce_min",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Padding {
+    Same,
+    Valid,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AssertKind {
+    NonNegative,
+    Greater,
+    Less,
+    AllFinite,
+}
+
+impl AssertKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            AssertKind::NonNegative => "assert_non_negative",
+            AssertKind::Greater => "assert_greater",
+            AssertKind::Less => "assert_less",
+            AssertKind::AllFinite => "assert_all_finite",
+        }
+    }
+}
+
+/// What a node computes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Tensor parameter number `param`.
+    Input { param: usize },
+    /// A host (plain Rust) value used as a scalar operand: the Rust expression, cast to the node's dtype.
+    Host { expr: String },
+    /// A scalar constant; `weak` literals take the dtype of the other operand.
+    Const { value: Scalar, weak: bool },
+    /// `zeros`, `ones`, `fill`: a tensor of the node's shape filled with the scalar input.
+    Fill,
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Compare(CmpOp),
+    Select,
+    Cast,
+    Reduce { kind: ReduceKind, axes: Vec<usize>, keep_dims: bool },
+    Norm,
+    MatMul,
+    Transpose { perm: Vec<usize> },
+    Reshape,
+    Conv2d { stride: usize, padding: Padding },
+    BiasAdd,
+    Softmax { axis: usize, log: bool },
+    Assert { kind: AssertKind, message: String },
+    /// Output `index` of cond `cond`.
+    CondOut { cond: CondId, index: usize },
+}
+
+impl Op {
+    /// The op name as in LANGUAGE.md.
+    pub fn name(&self) -> String {
+        match self {
+            Op::Input { .. } => "input".into(),
+            Op::Host { .. } => "host".into(),
+            Op::Const { .. } => "constant".into(),
+            Op::Fill => "fill".into(),
+            Op::Unary(u) => u.name().into(),
+            Op::Binary(b) => b.name().into(),
+            Op::Compare(c) => c.name().into(),
+            Op::Select => "select".into(),
+            Op::Cast => "cast".into(),
+            Op::Reduce { kind, .. } => kind.name().into(),
+            Op::Norm => "norm".into(),
+            Op::MatMul => "matmul".into(),
+            Op::Transpose { .. } => "transpose".into(),
+            Op::Reshape => "reshape".into(),
+            Op::Conv2d { .. } => "conv2d".into(),
+            Op::BiasAdd => "bias_add".into(),
+            Op::Softmax { log: false, .. } => "softmax".into(),
+            Op::Softmax { log: true, .. } => "log_softmax".into(),
+            Op::Assert { kind, .. } => kind.name().into(),
+            Op::CondOut { .. } => "cond".into(),
+        }
+    }
+
+    /// Elementwise ops fuse into one loop.
+    pub fn is_elementwise(&self) -> bool {
+        matches!(
+            self,
+            Op::Const { .. }
+                | Op::Host { .. }
+                | Op::Fill
+                | Op::Unary(_)
+                | Op::Binary(_)
+                | Op::Compare(_)
+                | Op::Select
+                | Op::Cast
+                | Op::BiasAdd
+        )
+    }
+
+    /// Ops with a side effect (a check) that dead-code elimination keeps.
+    pub fn is_effect(&self) -> bool {
+        matches!(self, Op::Assert { .. })
+    }
+}
+
+/// Where a node lives: the main graph or one arm of a cond (arms nest).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Region {
+    Main,
+    Arm { cond: CondId, then_arm: bool },
+}
+
+/// One node of the graph.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub op: Op,
+    pub inputs: Vec<NodeId>,
+    pub dtype: DType,
+    pub shape: Shape,
+    /// The expression this node came from.
+    pub span: Span,
+    /// 1-based source line of `span`.
+    pub line: u32,
+    /// The `let` name bound to this node, if any.
+    pub name: Option<String>,
+    pub region: Region,
+    /// Set when the node could not be typed; checks on its users are skipped (no cascade).
+    pub poisoned: bool,
+}
+
+/// The condition of a cond: a rank-0 bool tensor node, or a host Rust expression.
+#[derive(Debug, Clone)]
+pub enum Predicate {
+    Tensor(NodeId),
+    Host(proc_macro2::TokenStream),
+}
+
+/// A cond node: both arms are subgraphs (regions); only the taken one runs.
+#[derive(Debug, Clone)]
+pub struct Cond {
+    pub predicate: Predicate,
+    /// The region the cond itself lives in.
+    pub region: Region,
+    /// The variable names it outputs (AutoGraph's rule), in order.
+    pub names: Vec<String>,
+    pub then_outputs: Vec<NodeId>,
+    pub else_outputs: Vec<NodeId>,
+    /// The `CondOut` nodes, one per output.
+    pub results: Vec<NodeId>,
+    /// Effect nodes (asserts) inside each arm, which must run when that arm runs.
+    pub then_effects: Vec<NodeId>,
+    pub else_effects: Vec<NodeId>,
+    pub span: Span,
+    /// Set when an optimisation removed the cond (its results forward an arm's values).
+    pub removed: bool,
+}
+
+/// A tensor parameter of the function.
+#[derive(Debug, Clone)]
+pub struct TensorParam {
+    pub name: syn::Ident,
+    pub dtype: DType,
+    pub shape: Shape,
+    pub span: Span,
+}
+
+/// A host parameter (plain Rust value).
+#[derive(Debug, Clone)]
+pub struct HostParam {
+    pub name: syn::Ident,
+    pub ty: syn::Type,
+    /// The scalar dtype it acts as when used as an operand.
+    pub dtype: DType,
+}
+
+#[derive(Debug, Clone)]
+pub enum Param {
+    Tensor(TensorParam),
+    Host(HostParam),
+}
+
+/// The declared result: one tensor or a tuple of them.
+#[derive(Debug, Clone)]
+pub struct OutputDecl {
+    pub dtype: DType,
+    pub shape: Shape,
+    pub span: Span,
+}
+
+/// The whole graph of one `#[graph]` function.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    pub nodes: Vec<Node>,
+    pub conds: Vec<Cond>,
+    /// Values returned, in order.
+    pub outputs: Vec<NodeId>,
+    /// Effect nodes (asserts) of the main region, in program order.
+    pub effects: Vec<NodeId>,
+}
+
+impl Graph {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0]
+    }
+
+    pub fn node_mut(&mut self, id: NodeId) -> &mut Node {
+        &mut self.nodes[id.0]
+    }
+
+    pub fn push(&mut self, node: Node) -> NodeId {
+        self.nodes.push(node);
+        NodeId(self.nodes.len() - 1)
+    }
+
+    /// The scalar value of a constant node.
+    pub fn const_value(&self, id: NodeId) -> Option<Scalar> {
+        match self.node(id).op {
+            Op::Const { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,1400 @@
+//! Phase 2, lower: turns the function body into graph nodes, resolving names, literals, `if` (cond nodes) and unrolled `for`.
+//!
+//! Each node is typed as it is created (the rules are in `infer.rs`), so a weak literal
+//! takes its partner's dtype and every error points at the expression it came from.
+//! A node whose operands could not be typed is poisoned: it is kept, but no further error
+//! is reported about it, so one mistake gives one message.
+
+use crate::diag::Diagnostics;
+use crate::infer;
+use crate::ir::*;
+use proc_macro2::{Span, TokenStream};
+use quote::quote;
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
+
+/// A value a name can hold while lowering.
+#[derive(Debug, Clone)]
+enum Value {
+    Tensor(NodeId),
+    Tuple(Vec<Value>),
+    /// A host-only value (parameter or const): usable in host `if` conditions and as a scalar operand.
+    Host { tokens: TokenStream, dtype: DType, node: Option<NodeId> },
+    /// A statement-like expression with no value (`assert_*`, `if` without a value).
+    Unit,
+}
+
+struct Binding {
+    value: Value,
+    mutable: bool,
+}
+
+/// An arm being lowered: records the outer variables it reassigns (AutoGraph's rule).
+struct ArmFrame {
+    base_depth: usize,
+    assigned: Vec<String>,
+}
+
+struct Lowerer<'a> {
+    graph: Graph,
+    diag: &'a mut Diagnostics,
+    scopes: Vec<HashMap<String, Binding>>,
+    arms: Vec<ArmFrame>,
+    region: Region,
+    /// Effects (asserts) of the region being lowered.
+    effects: Vec<NodeId>,
+    symbols: Vec<String>,
+    consts: HashMap<String, Scalar>,
+}
+
+/// The lowered graph plus the node of each tensor parameter.
+pub struct Lowered {
+    pub graph: Graph,
+}
+
+/// Lowers `body` with the parameters of `params`; outputs are checked against `outputs`.
+pub fn lower(params: &[Param], outputs: &[OutputDecl], body: &syn::Block, fn_span: Span, diag: &mut Diagnostics) -> Lowered {
+    let mut lw = Lowerer {
+        graph: Graph::default(),
+        diag,
+        scopes: vec![HashMap::new()],
+        arms: Vec::new(),
+        region: Region::Main,
+        effects: Vec::new(),
+        symbols: Vec::new(),
+        consts: HashMap::new(),
+    };
+    for (i, p) in params.iter().enumerate() {
+        match p {
+            Param::Tensor(t) => {
+                for d in &t.shape {
+                    if let Dim::Sym(s) = d {
+                        if !lw.symbols.contains(s) {
+                            lw.symbols.push(s.clone());
+                        }
+                    }
+                }
+                let id = lw.push(Op::Input { param: i }, vec![], t.dtype, t.shape.clone(), t.span);
+                lw.graph.node_mut(id).name = Some(t.name.to_string());
+                lw.bind(&t.name.to_string(), Value::Tensor(id), false);
+            }
+            Param::Host(h) => {
+                let name = &h.name;
+                lw.bind(&name.to_string(), Value::Host { tokens: quote!(#name), dtype: h.dtype, node: None }, false);
+            }
+        }
+    }
+    let result = lw.lower_block_inner(body);
+    lw.graph.effects = std::mem::take(&mut lw.effects);
+    let ret_span = body.stmts.last().map_or(fn_span, |s| s.span());
+    let values: Vec<Value> = match (&result, outputs.len()) {
+        (Value::Tuple(vs), n) if n != 1 || matches!(vs.first(), Some(Value::Tuple(_))) => vs.clone(),
+        (v, _) => vec![v.clone()],
+    };
+    if !outputs.is_empty() {
+        if values.len() != outputs.len() {
+            lw.diag.error(
+                ret_span,
+                format!("the function declares {} result(s) but the body returns {}", outputs.len(), values.len()),
+            );
+        } else {
+            for (i, (v, decl)) in values.iter().zip(outputs).enumerate() {
+                match lw.tensor_of(v, ret_span, "a result") {
+                    Some(id) => {
+                        let id = lw.resolve_weak_to(id, decl.dtype, ret_span);
+                        let n = lw.graph.node(id);
+                        if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
+                            let what = if outputs.len() == 1 { "the result".to_string() } else { format!("result {i}") };
+                            let msg = format!(
+                                "{what} is declared {} but the body returns {}",
+                                type_str(decl.dtype, &decl.shape),
+                                type_str(n.dtype, &n.shape)
+                            );
+                            lw.diag.error(ret_span, msg);
+                        }
+                        lw.graph.outputs.push(id);
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+    Lowered { graph: lw.graph }
+}
+
+fn line_of(span: Span) -> u32 {
+    span.start().line as u32
+}
+
+impl Lowerer<'_> {
+    fn push(&mut self, op: Op, inputs: Vec<NodeId>, dtype: DType, shape: Shape, span: Span) -> NodeId {
+        self.graph.push(Node { op, inputs, dtype, shape, span, line: line_of(span), name: None, region: self.region, poisoned: false })
+    }
+
+    fn poisoned(&mut self, span: Span) -> NodeId {
+        let id = self.push(Op::Const { value: Scalar::Float(0.0), weak: false }, vec![], DType::F32, vec![], span);
+        self.graph.node_mut(id).poisoned = true;
+        id
+    }
+
+    fn is_poisoned(&self, ids: &[NodeId]) -> bool {
+        ids.iter().any(|&i| self.graph.node(i).poisoned)
+    }
+
+    /// Creates a node from an inference result, reporting its error at `span`.
+    fn typed(&mut self, op: Op, inputs: Vec<NodeId>, r: infer::Inferred, span: Span) -> NodeId {
+        if self.is_poisoned(&inputs) {
+            return self.poisoned(span);
+        }
+        match r {
+            Ok((dt, shape)) => self.push(op, inputs, dt, shape, span),
+            Err(msg) => {
+                self.diag.error(span, msg);
+                self.poisoned(span)
+            }
+        }
+    }
+
+    fn bind(&mut self, name: &str, value: Value, mutable: bool) {
+        if let Value::Tensor(id) = value {
+            let n = self.graph.node_mut(id);
+            if n.name.is_none() && !matches!(n.op, Op::Input { .. }) {
+                n.name = Some(name.to_string());
+            }
+        }
+        self.scopes.last_mut().expect("a scope").insert(name.to_string(), Binding { value, mutable });
+    }
+
+    fn lookup(&self, name: &str) -> Option<(usize, &Binding)> {
+        self.scopes.iter().enumerate().rev().find_map(|(d, s)| s.get(name).map(|b| (d, b)))
+    }
+
+    fn assign(&mut self, name: &str, value: Value, span: Span) {
+        let depth = match self.lookup(name) {
+            None => {
+                self.diag.error(span, format!("cannot assign to `{name}`: no such variable (declare it first with `let mut {name} = ...`)"));
+                return;
+            }
+            Some((_, b)) if !b.mutable => {
+                self.diag.error(span, format!("cannot assign twice to immutable variable `{name}`: declare it with `let mut {name}`"));
+                return;
+            }
+            Some((d, _)) => d,
+        };
+        if let Some(frame) = self.arms.last_mut() {
+            if depth < frame.base_depth && !frame.assigned.iter().any(|n| n == name) {
+                frame.assigned.push(name.to_string());
+            }
+        }
+        if let Value::Tensor(id) = value {
+            let n = self.graph.node_mut(id);
+            if n.name.is_none() {
+                n.name = Some(name.to_string());
+            }
+        }
+        self.scopes[depth].get_mut(name).expect("found above").value = value;
+    }
+
+    // ----- weak literals -------------------------------------------------------------------
+
+    fn is_weak(&self, id: NodeId) -> bool {
+        matches!(self.graph.node(id).op, Op::Const { weak: true, .. } | Op::Host { .. })
+    }
+
+    /// A copy of weak node `id` typed as `dtype`; a float literal cannot become an integer.
+    fn retype(&mut self, id: NodeId, dtype: DType, span: Span) -> NodeId {
+        let n = self.graph.node(id).clone();
+        match n.op {
+            Op::Const { value, weak: true } => {
+                if matches!(value, Scalar::Float(_)) && !dtype.is_float() {
+                    self.diag.error(
+                        n.span,
+                        format!("the float literal `{value}` cannot take the dtype {dtype} of the other operand; write an integer or `cast` the tensor"),
+                    );
+                    return self.poisoned(span);
+                }
+                if dtype == DType::Bool {
+                    self.diag.error(n.span, format!("the literal `{value}` is a number but the other operand is bool"));
+                    return self.poisoned(span);
+                }
+                self.push(Op::Const { value: value.convert(dtype), weak: false }, vec![], dtype, vec![], n.span)
+            }
+            Op::Host { ref expr } => {
+                if n.dtype == DType::Bool && dtype != DType::Bool || n.dtype != DType::Bool && dtype == DType::Bool {
+                    self.diag.error(n.span, format!("the host value is {} but the other operand is {dtype}", n.dtype));
+                    return self.poisoned(span);
+                }
+                if n.dtype.is_float() && !dtype.is_float() {
+                    self.diag.error(n.span, format!("the host value is a float ({}) but the other operand is {dtype}; use an integer host value", n.dtype));
+                    return self.poisoned(span);
+                }
+                let id = self.push(Op::Host { expr: expr.clone() }, vec![], dtype, vec![], n.span);
+                self.graph.node_mut(id).name = n.name.clone();
+                id
+            }
+            _ => id,
+        }
+    }
+
+    /// A weak node with its default dtype (i32 / f32), other nodes unchanged.
+    fn concrete(&mut self, id: NodeId) -> NodeId {
+        match self.graph.node(id).op {
+            Op::Const { value, weak: true } => {
+                let dt = match value {
+                    Scalar::Float(_) => DType::F32,
+                    Scalar::Int(_) => DType::I32,
+                    Scalar::Bool(_) => DType::Bool,
+                };
+                let span = self.graph.node(id).span;
+                self.retype(id, dt, span)
+            }
+            _ => id,
+        }
+    }
+
+    fn resolve_weak_to(&mut self, id: NodeId, dtype: DType, span: Span) -> NodeId {
+        if self.is_weak(id) && !matches!(self.graph.node(id).op, Op::Host { .. }) {
+            self.retype(id, dtype, span)
+        } else {
+            id
+        }
+    }
+
+    /// Gives two operands one dtype where one of them is weak.
+    fn coerce(&mut self, a: NodeId, b: NodeId, span: Span) -> (NodeId, NodeId) {
+        let (wa, wb) = (self.is_weak(a), self.is_weak(b));
+        let (da, db) = (self.graph.node(a).dtype, self.graph.node(b).dtype);
+        match (wa, wb) {
+            (true, false) if da != db => (self.retype(a, db, span), b),
+            (false, true) if da != db => (a, self.retype(b, da, span)),
+            (true, true) if da != db => {
+                let dt = if da.is_float() { da } else { db };
+                (self.retype(a, dt, span), self.retype(b, dt, span))
+            }
+            _ => (a, b),
+        }
+    }
+
+    // ----- statements and blocks -----------------------------------------------------------
+
+    fn lower_block(&mut self, block: &syn::Block) -> Value {
+        self.scopes.push(HashMap::new());
+        let v = self.lower_block_inner(block);
+        self.scopes.pop();
+        v
+    }
+
+    fn lower_block_inner(&mut self, block: &syn::Block) -> Value {
+        let mut last = Value::Unit;
+        let n = block.stmts.len();
+        for (i, stmt) in block.stmts.iter().enumerate() {
+            last = Value::Unit;
+            match stmt {
+                Stmt::Local(local) => self.lower_let(local),
+                Stmt::Expr(e, semi) => {
+                    let v = self.lower_stmt_expr(e);
+                    if semi.is_none() && i + 1 == n {
+                        last = v;
+                    }
+                }
+                Stmt::Item(item) => self.lower_item(item),
+                Stmt::Macro(m) => self.diag.error(
+                    m.span(),
+                    "macros are not supported in a `#[graph]` body (the graph runs without Rust side effects); use `assert_*` ops for checks",
+                ),
+            }
+        }
+        last
+    }
+
+    fn lower_item(&mut self, item: &syn::Item) {
+        if let syn::Item::Const(c) = item {
+            if let Expr::Lit(l) = &*c.expr {
+                let v = match &l.lit {
+                    Lit::Int(i) => i.base10_parse::<i64>().ok().map(Scalar::Int),
+                    Lit::Float(f) => f.base10_parse::<f64>().ok().map(Scalar::Float),
+                    Lit::Bool(b) => Some(Scalar::Bool(b.value)),
+                    _ => None,
+                };
+                if let Some(v) = v {
+                    self.consts.insert(c.ident.to_string(), v);
+                    return;
+                }
+            }
+            self.diag.error(c.expr.span(), "a `const` in a `#[graph]` body must be a literal");
+            return;
+        }
+        self.diag.error(item.span(), "items other than `const NAME: T = literal;` are not supported in a `#[graph]` body");
+    }
+
+    fn lower_let(&mut self, local: &syn::Local) {
+        let Some(init) = &local.init else {
+            self.diag.error(local.span(), "`let` without a value is not supported in a `#[graph]` body: write `let mut y = ...;` and reassign it");
+            return;
+        };
+        if let Some((_, d)) = &init.diverge {
+            self.diag.error(d.span(), "`let ... else` is not supported in a `#[graph]` body");
+        }
+        let mut value = self.lower_expr(&init.expr);
+        let (pat, ty) = match &local.pat {
+            Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            p => (p, None),
+        };
+        if let Some(ty) = ty {
+            value = self.check_annotation(value, ty, init.expr.span());
+        }
+        self.bind_pattern(pat, value);
+    }
+
+    /// `let y: Tensor<f32, B, 10> = ...` checks the inferred type against the annotation.
+    fn check_annotation(&mut self, value: Value, ty: &syn::Type, span: Span) -> Value {
+        let Some((dtype, shape)) = crate::signature::parse_tensor_type(ty, self.diag, "a `let` annotation") else {
+            return value;
+        };
+        let Some(id) = self.tensor_of(&value, span, "an annotated `let`") else {
+            return value;
+        };
+        let id = self.resolve_weak_to(id, dtype, span);
+        let n = self.graph.node(id);
+        if !n.poisoned && (n.dtype != dtype || n.shape != shape) {
+            let msg = format!("the value is {} but the `let` declares {}", type_str(n.dtype, &n.shape), type_str(dtype, &shape));
+            self.diag.error(span, msg);
+        }
+        Value::Tensor(id)
+    }
+
+    fn bind_pattern(&mut self, pat: &Pat, value: Value) {
+        match pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                let value = match value {
+                    Value::Tensor(id) => Value::Tensor(self.concrete(id)),
+                    v => v,
+                };
+                self.bind(&pi.ident.to_string(), value, pi.mutability.is_some());
+            }
+            Pat::Wild(_) => {}
+            Pat::Tuple(pt) => match value {
+                Value::Tuple(vs) if vs.len() == pt.elems.len() => {
+                    for (p, v) in pt.elems.iter().zip(vs) {
+                        self.bind_pattern(p, v);
+                    }
+                }
+                _ => self.diag.error(pt.span(), "the tuple pattern does not match the value's number of elements"),
+            },
+            Pat::Paren(p) => self.bind_pattern(&p.pat, value),
+            other => self.diag.error(other.span(), "only names, `_` and tuples of names are supported in `let` patterns of a `#[graph]` body"),
+        }
+    }
+
+    fn lower_stmt_expr(&mut self, e: &Expr) -> Value {
+        match e {
+            Expr::Assign(a) => {
+                let value = self.lower_expr(&a.right);
+                match &*a.left {
+                    Expr::Path(p) if p.path.get_ident().is_some() => {
+                        let name = p.path.get_ident().expect("checked").to_string();
+                        let value = match value {
+                            Value::Tensor(id) => Value::Tensor(self.concrete(id)),
+                            v => v,
+                        };
+                        self.assign(&name, value, a.span());
+                    }
+                    other => self.diag.error(other.span(), "only a plain variable can be assigned in a `#[graph]` body (`y = ...`)"),
+                }
+                Value::Unit
+            }
+            Expr::ForLoop(f) => {
+                self.lower_for(f);
+                Value::Unit
+            }
+            other => self.lower_expr(other),
+        }
+    }
+
+    fn lower_for(&mut self, f: &syn::ExprForLoop) {
+        let var = match &*f.pat {
+            Pat::Ident(pi) => Some(pi.ident.to_string()),
+            Pat::Wild(_) => None,
+            other => {
+                self.diag.error(other.span(), "a `for` loop variable must be a plain name");
+                return;
+            }
+        };
+        let range = match &*f.expr {
+            Expr::Range(r) => r,
+            other => {
+                self.diag.error(other.span(), "only `for i in 0..N` over a literal or const range is supported (it is unrolled at compile time)");
+                return;
+            }
+        };
+        let bound = |lw: &mut Self, e: &Option<Box<Expr>>| -> Option<i64> {
+            let e = e.as_ref()?;
+            match lw.literal_int(e) {
+                Some(v) => Some(v),
+                None => {
+                    lw.diag.error(e.span(), "a `for` bound must be an integer literal or a `const` declared in the body (the loop is unrolled at compile time)");
+                    None
+                }
+            }
+        };
+        let start = if range.start.is_some() { bound(self, &range.start) } else { Some(0) };
+        let end = bound(self, &range.end);
+        let (Some(start), Some(mut end)) = (start, end) else {
+            if range.end.is_none() {
+                self.diag.error(range.span(), "an unbounded `for` range cannot be unrolled");
+            }
+            return;
+        };
+        if matches!(range.limits, syn::RangeLimits::Closed(_)) {
+            end += 1;
+        }
+        if end - start > 4096 {
+            self.diag.error(range.span(), "a `for` loop in a `#[graph]` body is unrolled; more than 4096 iterations is not supported");
+            return;
+        }
+        for i in start..end {
+            self.scopes.push(HashMap::new());
+            if let Some(var) = &var {
+                let span = f.pat.span();
+                let id = self.push(Op::Const { value: Scalar::Int(i), weak: true }, vec![], DType::I32, vec![], span);
+                self.bind(var, Value::Tensor(id), false);
+                self.consts.insert(format!("\0loop:{var}"), Scalar::Int(i));
+            }
+            self.lower_block_inner(&f.body);
+            self.scopes.pop();
+        }
+    }
+
+    fn literal_int(&self, e: &Expr) -> Option<i64> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(i) => i.base10_parse::<i64>().ok(),
+                _ => None,
+            },
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => self.literal_int(&u.expr).map(|v| -v),
+            Expr::Paren(p) => self.literal_int(&p.expr),
+            Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
+                Some(Scalar::Int(v)) => Some(*v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    // ----- expressions ---------------------------------------------------------------------
+
+    fn tensor_of(&mut self, v: &Value, span: Span, what: &str) -> Option<NodeId> {
+        match v {
+            Value::Tensor(id) => Some(*id),
+            Value::Host { dtype, node, tokens } => {
+                if let Some(n) = node {
+                    return Some(*n);
+                }
+                let id = self.push(Op::Host { expr: tokens.to_string() }, vec![], *dtype, vec![], span);
+                self.graph.node_mut(id).name = Some(tokens.to_string());
+                Some(id)
+            }
+            Value::Tuple(_) => {
+                self.diag.error(span, format!("{what} must be a tensor, found a tuple"));
+                None
+            }
+            Value::Unit => {
+                self.diag.error(span, format!("{what} must be a tensor, found no value (an `assert_*` or an `if` without a value)"));
+                None
+            }
+        }
+    }
+
+    fn operand(&mut self, e: &Expr) -> NodeId {
+        let v = self.lower_expr(e);
+        match self.tensor_of(&v, e.span(), "an operand") {
+            Some(id) => id,
+            None => self.poisoned(e.span()),
+        }
+    }
+
+    fn lower_expr(&mut self, e: &Expr) -> Value {
+        match e {
+            Expr::Lit(l) => self.lower_lit(&l.lit),
+            Expr::Path(p) => self.lower_path(p),
+            Expr::Paren(p) => self.lower_expr(&p.expr),
+            Expr::Group(g) => self.lower_expr(&g.expr),
+            Expr::Block(b) if b.label.is_none() && b.unsafe_token_is_none() => self.lower_block(&b.block),
+            Expr::Tuple(t) => Value::Tuple(t.elems.iter().map(|e| self.lower_expr(e)).collect()),
+            Expr::Field(f) => {
+                let base = self.lower_expr(&f.base);
+                match (&f.member, base) {
+                    (syn::Member::Unnamed(i), Value::Tuple(vs)) if (i.index as usize) < vs.len() => vs[i.index as usize].clone(),
+                    _ => {
+                        self.diag.error(f.span(), "field access is only supported on tuples (`t.0`)");
+                        Value::Tensor(self.poisoned(f.span()))
+                    }
+                }
+            }
+            Expr::Binary(b) => self.lower_binary(b),
+            Expr::Unary(u) => self.lower_unary(u),
+            Expr::Call(c) => self.lower_call(c),
+            Expr::If(i) => self.lower_if(i),
+            Expr::Assign(_) | Expr::ForLoop(_) => {
+                self.diag.error(e.span(), "assignments and `for` loops are statements here; they have no value");
+                Value::Unit
+            }
+            other => {
+                let what = match other {
+                    Expr::MethodCall(m) => format!("method calls (`.{}()`) are not supported", m.method),
+                    Expr::Loop(_) => "`loop` is not supported".into(),
+                    Expr::While(_) => "`while` is not supported".into(),
+                    Expr::Match(_) => "`match` is not supported".into(),
+                    Expr::Return(_) => "early `return` is not supported".into(),
+                    Expr::Closure(_) => "closures are not supported".into(),
+                    Expr::Macro(_) => "macros are not supported".into(),
+                    Expr::Index(_) => "indexing is not supported".into(),
+                    Expr::Reference(_) => "references are not supported".into(),
+                    Expr::Break(_) | Expr::Continue(_) => "`break` and `continue` are not supported".into(),
+                    Expr::Try(_) => "the `?` operator is not supported".into(),
+                    Expr::Array(_) => "array literals are only supported as shape or axis lists of an op".into(),
+                    _ => "this expression is not supported".into(),
+                };
+                self.diag.error(
+                    other.span(),
+                    format!(
+                        "{what} in a `#[graph]` body; supported are `let`, `let mut` and reassignment, blocks, tuples, the operators `+ - * /` and comparisons, the ops of LANGUAGE.md called as functions (`exp(x)`, `matmul(a, b)`), `if` and `for i in 0..N`"
+                    ),
+                );
+                Value::Tensor(self.poisoned(other.span()))
+            }
+        }
+    }
+
+    fn lower_lit(&mut self, lit: &Lit) -> Value {
+        let span = lit.span();
+        let (value, dtype, weak) = match lit {
+            Lit::Int(i) => {
+                let v = match i.base10_parse::<i64>() {
+                    Ok(v) => v,
+                    Err(_) => {
+                        self.diag.error(span, "integer literal out of range");
+                        0
+                    }
+                };
+                match i.suffix() {
+                    "" => (Scalar::Int(v), DType::I32, true),
+                    "i32" => (Scalar::Int(v), DType::I32, false),
+                    "i64" => (Scalar::Int(v), DType::I64, false),
+                    "f32" => (Scalar::Float(v as f64), DType::F32, false),
+                    "f64" => (Scalar::Float(v as f64), DType::F64, false),
+                    s => {
+                        self.diag.error(span, format!("literal suffix `{s}` is not a tensor dtype (f32, f64, i32, i64)"));
+                        (Scalar::Int(v), DType::I32, true)
+                    }
+                }
+            }
+            Lit::Float(f) => {
+                let v = f.base10_parse::<f64>().unwrap_or(0.0);
+                match f.suffix() {
+                    "" => (Scalar::Float(v), DType::F32, true),
+                    "f32" => (Scalar::Float(v as f32 as f64), DType::F32, false),
+                    "f64" => (Scalar::Float(v), DType::F64, false),
+                    s => {
+                        self.diag.error(span, format!("literal suffix `{s}` is not a float dtype"));
+                        (Scalar::Float(v), DType::F32, true)
+                    }
+                }
+            }
+            Lit::Bool(b) => (Scalar::Bool(b.value), DType::Bool, false),
+            other => {
+                self.diag.error(other.span(), "only number and bool literals are values in a `#[graph]` body");
+                return Value::Tensor(self.poisoned(span));
+            }
+        };
+        Value::Tensor(self.push(Op::Const { value, weak }, vec![], dtype, vec![], span))
+    }
+
+    fn lower_path(&mut self, p: &syn::ExprPath) -> Value {
+        let span = p.span();
+        let Some(id) = p.path.get_ident() else {
+            self.diag.error(span, "paths are not values in a `#[graph]` body; use a parameter or `let` name");
+            return Value::Tensor(self.poisoned(span));
+        };
+        let name = id.to_string();
+        if let Some((_, b)) = self.lookup(&name) {
+            return match &b.value {
+                Value::Host { tokens, dtype, .. } => {
+                    let (tokens, dtype) = (tokens.clone(), *dtype);
+                    let param_node = self.push(Op::Host { expr: tokens.to_string() }, vec![], dtype, vec![], span);
+                    self.graph.node_mut(param_node).name = Some(name);
+                    Value::Host { tokens, dtype, node: Some(param_node) }
+                }
+                v => v.clone(),
+            };
+        }
+        if let Some(v) = self.consts.get(&name).copied() {
+            let dtype = match v {
+                Scalar::Float(_) => DType::F32,
+                Scalar::Int(_) => DType::I32,
+                Scalar::Bool(_) => DType::Bool,
+            };
+            let weak = !matches!(v, Scalar::Bool(_));
+            return Value::Tensor(self.push(Op::Const { value: v, weak }, vec![], dtype, vec![], span));
+        }
+        if self.symbols.contains(&name) {
+            self.diag.error(span, format!("`{name}` is a symbolic dim; it is only usable in shapes (`reshape(x, [{name}, 784])`)"));
+        } else {
+            self.diag.error(span, format!("cannot find `{name}` in this `#[graph]` body: values are parameters, `let` bindings and `const` literals"));
+        }
+        Value::Tensor(self.poisoned(span))
+    }
+
+    fn lower_unary(&mut self, u: &syn::ExprUnary) -> Value {
+        let span = u.span();
+        match u.op {
+            UnOp::Neg(_) => {
+                let x = self.operand(&u.expr);
+                if let Op::Const { value, weak } = self.graph.node(x).op {
+                    let dt = self.graph.node(x).dtype;
+                    let value = match value {
+                        Scalar::Float(v) => Scalar::Float(-v),
+                        Scalar::Int(v) => Scalar::Int(v.wrapping_neg()),
+                        Scalar::Bool(_) => {
+                            self.diag.error(span, "cannot negate a bool");
+                            return Value::Tensor(self.poisoned(span));
+                        }
+                    };
+                    return Value::Tensor(self.push(Op::Const { value, weak }, vec![], dt, vec![], span));
+                }
+                let x = self.concrete(x);
+                let n = self.graph.node(x);
+                let r = infer::unary("neg", false, (n.dtype, &n.shape.clone()));
+                Value::Tensor(self.typed(Op::Unary(UnaryOp::Neg), vec![x], r, span))
+            }
+            UnOp::Not(_) => {
+                if let Some(tokens) = self.host_expr(&Expr::Unary(u.clone())) {
+                    return Value::Host { tokens, dtype: DType::Bool, node: None };
+                }
+                self.diag.error(span, "`!` is not supported on tensors; use `select` or a comparison (`x == false`)");
+                Value::Tensor(self.poisoned(span))
+            }
+            _ => {
+                self.diag.error(span, "dereference is not supported in a `#[graph]` body");
+                Value::Tensor(self.poisoned(span))
+            }
+        }
+    }
+
+    fn lower_binary(&mut self, b: &syn::ExprBinary) -> Value {
+        let span = b.span();
+        if matches!(b.op, BinOp::And(_) | BinOp::Or(_)) {
+            if let Some(tokens) = self.host_expr(&Expr::Binary(b.clone())) {
+                return Value::Host { tokens, dtype: DType::Bool, node: None };
+            }
+            self.diag.error(span, "`&&` and `||` are only supported between host conditions; on tensors use `select` or `minimum`/`maximum` of casts");
+            return Value::Tensor(self.poisoned(span));
+        }
+        let l = self.operand(&b.left);
+        let r = self.operand(&b.right);
+        let op = match b.op {
+            BinOp::Add(_) => Ok(BinaryOp::Add),
+            BinOp::Sub(_) => Ok(BinaryOp::Sub),
+            BinOp::Mul(_) => Ok(BinaryOp::Mul),
+            BinOp::Div(_) => Ok(BinaryOp::Div),
+            BinOp::Lt(_) => Err(CmpOp::Lt),
+            BinOp::Le(_) => Err(CmpOp::Le),
+            BinOp::Gt(_) => Err(CmpOp::Gt),
+            BinOp::Ge(_) => Err(CmpOp::Ge),
+            BinOp::Eq(_) => Err(CmpOp::Eq),
+            BinOp::Ne(_) => Err(CmpOp::Ne),
+            _ => {
+                self.diag.error(span, "this operator is not supported in a `#[graph]` body; supported are `+ - * /` and `< <= > >= == !=`");
+                return Value::Tensor(self.poisoned(span));
+            }
+        };
+        Value::Tensor(match op {
+            Ok(op) => self.binary(op, l, r, span),
+            Err(cmp) => self.compare(cmp, l, r, span),
+        })
+    }
+
+    fn binary(&mut self, op: BinaryOp, l: NodeId, r: NodeId, span: Span) -> NodeId {
+        if self.is_poisoned(&[l, r]) {
+            return self.poisoned(span);
+        }
+        let (l, r) = self.coerce(l, r, span);
+        // Two weak literals make a weak literal (JAX's rule), folded here so it stays weak.
+        if let (Op::Const { value: a, weak: true }, Op::Const { value: b, weak: true }) = (&self.graph.node(l).op, &self.graph.node(r).op) {
+            if let Some(v) = crate::passes::fold::fold_binary(op, *a, *b) {
+                let dt = self.graph.node(l).dtype;
+                return self.push(Op::Const { value: v, weak: true }, vec![], dt, vec![], span);
+            }
+        }
+        let (nl, nr) = (self.graph.node(l).clone(), self.graph.node(r).clone());
+        let res = infer::arithmetic(op.name(), (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
+        self.typed(Op::Binary(op), vec![l, r], res, span)
+    }
+
+    fn compare(&mut self, op: CmpOp, l: NodeId, r: NodeId, span: Span) -> NodeId {
+        if self.is_poisoned(&[l, r]) {
+            return self.poisoned(span);
+        }
+        let (l, r) = self.coerce(l, r, span);
+        let (l, r) = (self.concrete(l), self.concrete(r));
+        let (nl, nr) = (self.graph.node(l).clone(), self.graph.node(r).clone());
+        let res = infer::compare(op.name(), (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
+        self.typed(Op::Compare(op), vec![l, r], res, span)
+    }
+
+    /// Tries to read `e` as a host-only expression (host parameters, consts, literals).
+    fn host_expr(&self, e: &Expr) -> Option<TokenStream> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(_) | Lit::Float(_) | Lit::Bool(_) => Some(quote!(#l)),
+                _ => None,
+            },
+            Expr::Path(p) => {
+                let id = p.path.get_ident()?;
+                let name = id.to_string();
+                match self.lookup(&name) {
+                    Some((_, Binding { value: Value::Host { tokens, .. }, .. })) => Some(tokens.clone()),
+                    Some(_) => None,
+                    None => {
+                        let v = self.consts.get(&name)?;
+                        Some(match v {
+                            Scalar::Float(f) => quote!(#f),
+                            Scalar::Int(i) => quote!(#i),
+                            Scalar::Bool(b) => quote!(#b),
+                        })
+                    }
+                }
+            }
+            Expr::Paren(p) => self.host_expr(&p.expr).map(|t| quote!((#t))),
+            Expr::Unary(u) => {
+                let inner = self.host_expr(&u.expr)?;
+                let op = &u.op;
+                Some(quote!(#op #inner))
+            }
+            Expr::Binary(b) => {
+                let (l, r) = (self.host_expr(&b.left)?, self.host_expr(&b.right)?);
+                let op = &b.op;
+                Some(quote!((#l #op #r)))
+            }
+            _ => None,
+        }
+    }
+
+    fn host_literal_bool(&self, e: &Expr) -> Option<bool> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Bool(b) => Some(b.value),
+                _ => None,
+            },
+            Expr::Paren(p) => self.host_literal_bool(&p.expr),
+            Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
+                Some(Scalar::Bool(b)) => Some(*b),
+                _ => None,
+            },
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => self.host_literal_bool(&u.expr).map(|b| !b),
+            _ => None,
+        }
+    }
+
+    // ----- if / cond -----------------------------------------------------------------------
+
+    fn lower_if(&mut self, i: &syn::ExprIf) -> Value {
+        let span = i.span();
+        // A literal condition is decided now; the dead arm is not even lowered.
+        if let Some(b) = self.host_literal_bool(&i.cond) {
+            return if b {
+                self.lower_block(&i.then_branch)
+            } else {
+                match &i.else_branch {
+                    Some((_, e)) => self.lower_expr(e),
+                    None => Value::Unit,
+                }
+            };
+        }
+        let predicate = if let Some(tokens) = self.host_expr(&i.cond) {
+            Predicate::Host(tokens)
+        } else {
+            let c = self.operand(&i.cond);
+            let n = self.graph.node(c);
+            if !n.poisoned && (n.dtype != DType::Bool || !n.shape.is_empty()) {
+                let msg = format!(
+                    "an `if` condition must be a rank-0 bool tensor (or a host `bool`), found {}; reduce it first, e.g. `reduce_max(x) > 0.0`",
+                    type_str(n.dtype, &n.shape)
+                );
+                self.diag.error(i.cond.span(), msg);
+            }
+            Predicate::Tensor(c)
+        };
+        let cond_id = CondId(self.graph.conds.len());
+        self.graph.conds.push(Cond {
+            predicate,
+            region: self.region,
+            names: vec![],
+            then_outputs: vec![],
+            else_outputs: vec![],
+            results: vec![],
+            then_effects: vec![],
+            else_effects: vec![],
+            span,
+            removed: false,
+        });
+        let snapshot = self.snapshot();
+        let (then_val, then_assigned, then_vars, then_effects) = self.lower_arm(cond_id, true, |lw| lw.lower_block(&i.then_branch));
+        self.restore(&snapshot);
+        let (else_val, else_assigned, else_vars, else_effects) = match &i.else_branch {
+            Some((_, e)) => self.lower_arm(cond_id, false, |lw| lw.lower_expr(e)),
+            None => self.lower_arm(cond_id, false, |_| Value::Unit),
+        };
+        self.restore(&snapshot);
+
+        // AutoGraph's rule: every outer variable assigned in either arm is an output.
+        let mut names: Vec<String> = then_assigned.clone();
+        for n in else_assigned {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        let mut then_outs = Vec::new();
+        let mut else_outs = Vec::new();
+        let mut out_names = Vec::new();
+        for name in &names {
+            let outer = snapshot.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+            let tv = then_vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or_else(|| outer.clone());
+            let ev = else_vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or(outer);
+            match (tv, ev) {
+                (Some(Value::Tensor(t)), Some(Value::Tensor(e))) => {
+                    then_outs.push(t);
+                    else_outs.push(e);
+                    out_names.push(name.clone());
+                }
+                _ => self.diag.error(span, format!("`{name}` is assigned in an `if` on a tensor but is not a tensor in both arms")),
+            }
+        }
+        let value_count = match (&then_val, &else_val) {
+            (Value::Unit, Value::Unit) => 0,
+            (Value::Tensor(t), Value::Tensor(e)) => {
+                then_outs.push(*t);
+                else_outs.push(*e);
+                out_names.push(String::new());
+                1
+            }
+            (Value::Tuple(ts), Value::Tuple(es)) if ts.len() == es.len() => {
+                let mut k = 0;
+                for (t, e) in ts.iter().zip(es) {
+                    if let (Value::Tensor(t), Value::Tensor(e)) = (t, e) {
+                        then_outs.push(*t);
+                        else_outs.push(*e);
+                        out_names.push(String::new());
+                        k += 1;
+                    }
+                }
+                k
+            }
+            (Value::Tensor(_), Value::Unit) if i.else_branch.is_none() => {
+                self.diag.error(span, "an `if` used as a value needs an `else` arm with a value of the same dtype and shape");
+                0
+            }
+            _ => {
+                self.diag.error(span, "the two arms of this `if` give different kinds of values (a tensor, a tuple or nothing)");
+                0
+            }
+        };
+        // Both arms must agree on dtype and shape of every output.
+        let mut results = Vec::new();
+        for k in 0..then_outs.len() {
+            let (t, e) = (then_outs[k], else_outs[k]);
+            let (t, e) = self.coerce(t, e, span);
+            let (t, e) = (self.concrete(t), self.concrete(e));
+            then_outs[k] = t;
+            else_outs[k] = e;
+            let (nt, ne) = (self.graph.node(t).clone(), self.graph.node(e).clone());
+            let poisoned = nt.poisoned || ne.poisoned;
+            if !poisoned && (nt.dtype != ne.dtype || nt.shape != ne.shape) {
+                let what = if out_names[k].is_empty() { "the value".to_string() } else { format!("`{}`", out_names[k]) };
+                self.diag.error(
+                    span,
+                    format!(
+                        "the arms of this `if` disagree on {what}: the `if` arm gives {}, the `else` arm gives {}",
+                        type_str(nt.dtype, &nt.shape),
+                        type_str(ne.dtype, &ne.shape)
+                    ),
+                );
+            }
+            let id = self.push(Op::CondOut { cond: cond_id, index: k }, vec![t, e], nt.dtype, nt.shape.clone(), span);
+            self.graph.node_mut(id).poisoned = poisoned;
+            results.push(id);
+        }
+        {
+            let c = &mut self.graph.conds[cond_id.0];
+            c.names = out_names.clone();
+            c.then_outputs = then_outs;
+            c.else_outputs = else_outs;
+            c.results = results.clone();
+            c.then_effects = then_effects;
+            c.else_effects = else_effects;
+        }
+        if let Predicate::Tensor(p) = &self.graph.conds[cond_id.0].predicate {
+            let p = *p;
+            for &r in &results {
+                self.graph.node_mut(r).inputs.push(p);
+            }
+        }
+        for (k, name) in names.iter().enumerate() {
+            if k < results.len() && out_names[k] == *name {
+                self.assign(name, Value::Tensor(results[k]), span);
+            }
+        }
+        let vals: Vec<Value> = results[results.len() - value_count..].iter().map(|&r| Value::Tensor(r)).collect();
+        match (value_count, &then_val) {
+            (0, _) => Value::Unit,
+            (_, Value::Tensor(_)) => vals.into_iter().next().unwrap_or(Value::Unit),
+            _ => Value::Tuple(vals),
+        }
+    }
+
+    /// The current values of all variables (to restore between arms).
+    fn snapshot(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        for scope in &self.scopes {
+            for (k, b) in scope {
+                out.retain(|(n, _): &(String, Value)| n != k);
+                out.push((k.clone(), b.value.clone()));
+            }
+        }
+        out
+    }
+
+    fn restore(&mut self, snap: &[(String, Value)]) {
+        for scope in self.scopes.iter_mut() {
+            for (k, b) in scope.iter_mut() {
+                if let Some((_, v)) = snap.iter().find(|(n, _)| n == k) {
+                    b.value = v.clone();
+                }
+            }
+        }
+    }
+
+    /// Lowers one arm in its region; returns its value, the outer names it assigned with their final values, and its effects.
+    #[allow(clippy::type_complexity)]
+    fn lower_arm(&mut self, cond: CondId, then_arm: bool, f: impl FnOnce(&mut Self) -> Value) -> (Value, Vec<String>, Vec<(String, Value)>, Vec<NodeId>) {
+        let saved_region = std::mem::replace(&mut self.region, Region::Arm { cond, then_arm });
+        let saved_effects = std::mem::take(&mut self.effects);
+        self.arms.push(ArmFrame { base_depth: self.scopes.len(), assigned: vec![] });
+        let v = f(self);
+        let frame = self.arms.pop().expect("pushed above");
+        let vars: Vec<(String, Value)> = frame
+            .assigned
+            .iter()
+            .filter_map(|n| self.lookup(n).map(|(_, b)| (n.clone(), b.value.clone())))
+            .collect();
+        let effects = std::mem::replace(&mut self.effects, saved_effects);
+        self.region = saved_region;
+        (v, frame.assigned, vars, effects)
+    }
+
+    // ----- op calls ------------------------------------------------------------------------
+
+    fn lower_call(&mut self, c: &syn::ExprCall) -> Value {
+        let span = c.span();
+        let (name, turbofish) = match &*c.func {
+            Expr::Path(p) if p.path.segments.len() == 1 => {
+                let seg = &p.path.segments[0];
+                let tf = match &seg.arguments {
+                    syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                        Some(syn::GenericArgument::Type(syn::Type::Path(tp))) => tp.path.get_ident().map(|i| (i.to_string(), tp.span())),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                (seg.ident.to_string(), tf)
+            }
+            other => {
+                self.diag.error(other.span(), "only the ops of LANGUAGE.md, called by their plain name, are supported (`exp(x)`, not a path)");
+                return Value::Tensor(self.poisoned(span));
+            }
+        };
+        let args: Vec<&Expr> = c.args.iter().collect();
+        let arity = |lw: &mut Self, lo: usize, hi: usize, usage: &str| -> bool {
+            if args.len() < lo || args.len() > hi {
+                lw.diag.error(span, format!("`{name}` takes {usage}; found {} argument(s)", args.len()));
+                false
+            } else {
+                true
+            }
+        };
+        if let Some(u) = UnaryOp::from_name(&name) {
+            if !arity(self, 1, 1, "one tensor") {
+                return Value::Tensor(self.poisoned(span));
+            }
+            let x = self.operand(args[0]);
+            let x = self.concrete(x);
+            let n = self.graph.node(x).clone();
+            let r = infer::unary(u.name(), u.needs_float(), (n.dtype, &n.shape));
+            return Value::Tensor(self.typed(Op::Unary(u), vec![x], r, span));
+        }
+        let id = match name.as_str() {
+            "pow" | "maximum" | "minimum" => {
+                if !arity(self, 2, 2, "two tensors") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let (a, b) = (self.operand(args[0]), self.operand(args[1]));
+                let op = match name.as_str() {
+                    "pow" => BinaryOp::Pow,
+                    "maximum" => BinaryOp::Maximum,
+                    _ => BinaryOp::Minimum,
+                };
+                self.binary(op, a, b, span)
+            }
+            "select" => {
+                if !arity(self, 3, 3, "a bool condition and two tensors") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let cnd = self.operand(args[0]);
+                let (a, b) = (self.operand(args[1]), self.operand(args[2]));
+                let (a, b) = self.coerce(a, b, span);
+                let (a, b) = (self.concrete(a), self.concrete(b));
+                let (nc, na, nb) = (self.graph.node(cnd).clone(), self.graph.node(a).clone(), self.graph.node(b).clone());
+                let r = infer::select((nc.dtype, &nc.shape), (na.dtype, &na.shape), (nb.dtype, &nb.shape));
+                self.typed(Op::Select, vec![cnd, a, b], r, span)
+            }
+            "cast" => {
+                if !arity(self, 1, 1, "one tensor and a dtype (`cast::<f32>(x)`)") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let x = self.operand(args[0]);
+                let Some((tn, tspan)) = turbofish else {
+                    self.diag.error(span, "`cast` needs its target dtype: `cast::<f32>(x)`");
+                    return Value::Tensor(self.poisoned(span));
+                };
+                let Some(dt) = DType::from_name(&tn) else {
+                    self.diag.error(tspan, format!("unknown dtype `{tn}`: one of f32, f64, i32, i64, bool"));
+                    return Value::Tensor(self.poisoned(span));
+                };
+                if self.is_weak(x) && !matches!(self.graph.node(x).op, Op::Host { .. }) {
+                    let Op::Const { value, .. } = self.graph.node(x).op else { unreachable!("weak nodes are constants") };
+                    return Value::Tensor(self.push(Op::Const { value: value.convert(dt), weak: false }, vec![], dt, vec![], span));
+                }
+                let shape = self.graph.node(x).shape.clone();
+                self.typed(Op::Cast, vec![x], Ok((dt, shape)), span)
+            }
+            "reduce_sum" | "reduce_mean" | "reduce_max" | "reduce_min" => {
+                if !arity(self, 1, 3, "a tensor, then optionally an axis or `[axes]`, then optionally `keep_dims` (`true`/`false`)") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let kind = match name.as_str() {
+                    "reduce_sum" => ReduceKind::Sum,
+                    "reduce_mean" => ReduceKind::Mean,
+                    "reduce_max" => ReduceKind::Max,
+                    _ => ReduceKind::Min,
+                };
+                let x = self.operand(args[0]);
+                let x = self.concrete(x);
+                let n = self.graph.node(x).clone();
+                let axes_raw: Vec<i64> = match args.get(1) {
+                    None => (0..n.shape.len() as i64).collect(),
+                    Some(a) => match self.int_list(a) {
+                        Some(v) => v,
+                        None => return Value::Tensor(self.poisoned(span)),
+                    },
+                };
+                let keep = match args.get(2) {
+                    None => false,
+                    Some(e) => match self.host_literal_bool(e) {
+                        Some(b) => b,
+                        None => {
+                            self.diag.error(e.span(), "`keep_dims` must be the literal `true` or `false`");
+                            false
+                        }
+                    },
+                };
+                if n.poisoned {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let r = infer::normalize_axes(kind.name(), &axes_raw, n.shape.len(), &n.shape)
+                    .and_then(|axes| infer::reduce(kind.name(), (n.dtype, &n.shape), &axes, keep).map(|t| (axes, t)));
+                match r {
+                    Ok((axes, (dt, shape))) => self.push(Op::Reduce { kind, axes, keep_dims: keep }, vec![x], dt, shape, span),
+                    Err(m) => {
+                        self.diag.error(args.get(1).map_or(span, |a| a.span()), m);
+                        self.poisoned(span)
+                    }
+                }
+            }
+            "norm" => {
+                if !arity(self, 1, 1, "one tensor (the L2 norm over all axes)") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let x = self.operand(args[0]);
+                let n = self.graph.node(x).clone();
+                let r = infer::unary("norm", true, (n.dtype, &n.shape)).map(|(dt, _)| (dt, vec![]));
+                self.typed(Op::Norm, vec![x], r, span)
+            }
+            "matmul" => {
+                if !arity(self, 2, 2, "two tensors") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let (a, b) = (self.operand(args[0]), self.operand(args[1]));
+                let (na, nb) = (self.graph.node(a).clone(), self.graph.node(b).clone());
+                let r = infer::matmul((na.dtype, &na.shape), (nb.dtype, &nb.shape));
+                self.typed(Op::MatMul, vec![a, b], r, span)
+            }
+            "transpose" => {
+                if !arity(self, 1, 2, "a tensor and optionally a permutation `[1, 0]`") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let x = self.operand(args[0]);
+                let n = self.graph.node(x).clone();
+                let perm: Vec<usize> = match args.get(1) {
+                    None => (0..n.shape.len()).rev().collect(),
+                    Some(a) => match self.int_list(a) {
+                        Some(v) => v.iter().map(|&p| if p < 0 { usize::MAX } else { p as usize }).collect(),
+                        None => return Value::Tensor(self.poisoned(span)),
+                    },
+                };
+                let r = infer::transpose(&n.shape, &perm).map(|s| (n.dtype, s));
+                self.typed(Op::Transpose { perm }, vec![x], r, span)
+            }
+            "reshape" => {
+                if !arity(self, 2, 2, "a tensor and the new shape `[dims]` (dims may be symbols, one may be -1)") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let x = self.operand(args[0]);
+                let Some(target) = self.dim_list(args[1], true) else {
+                    return Value::Tensor(self.poisoned(span));
+                };
+                let n = self.graph.node(x).clone();
+                let r = infer::reshape(&n.shape, &target).map(|s| (n.dtype, s));
+                self.typed(Op::Reshape, vec![x], r, span)
+            }
+            "conv2d" => {
+                if !arity(self, 4, 4, "an NHWC input, an HWIO kernel, a stride and `SAME` or `VALID`") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let (x, k) = (self.operand(args[0]), self.operand(args[1]));
+                let stride = match self.literal_int(args[2]) {
+                    Some(s) if s >= 1 => s as usize,
+                    _ => {
+                        self.diag.error(args[2].span(), "`conv2d` stride must be a positive integer literal");
+                        return Value::Tensor(self.poisoned(span));
+                    }
+                };
+                let padding = match args[3] {
+                    Expr::Path(p) if p.path.is_ident("SAME") => Padding::Same,
+                    Expr::Path(p) if p.path.is_ident("VALID") => Padding::Valid,
+                    other => {
+                        self.diag.error(other.span(), "`conv2d` padding must be `SAME` or `VALID`");
+                        return Value::Tensor(self.poisoned(span));
+                    }
+                };
+                let (nx, nk) = (self.graph.node(x).clone(), self.graph.node(k).clone());
+                let r = infer::conv2d((nx.dtype, &nx.shape), (nk.dtype, &nk.shape), stride, padding);
+                self.typed(Op::Conv2d { stride, padding }, vec![x, k], r, span)
+            }
+            "bias_add" => {
+                if !arity(self, 2, 2, "a tensor and a rank-1 bias") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let (x, b) = (self.operand(args[0]), self.operand(args[1]));
+                let (nx, nb) = (self.graph.node(x).clone(), self.graph.node(b).clone());
+                let r = infer::bias_add((nx.dtype, &nx.shape), (nb.dtype, &nb.shape));
+                self.typed(Op::BiasAdd, vec![x, b], r, span)
+            }
+            "softmax" | "log_softmax" => {
+                if !arity(self, 1, 2, "a tensor and optionally an axis (default -1)") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let x = self.operand(args[0]);
+                let n = self.graph.node(x).clone();
+                let axis = match args.get(1) {
+                    None => -1,
+                    Some(a) => match self.literal_int(a) {
+                        Some(v) => v,
+                        None => {
+                            self.diag.error(a.span(), format!("`{name}` axis must be an integer literal"));
+                            return Value::Tensor(self.poisoned(span));
+                        }
+                    },
+                };
+                if n.poisoned {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let r = infer::normalize_axes(&name, &[axis], n.shape.len(), &n.shape)
+                    .and_then(|a| infer::unary(&name, true, (n.dtype, &n.shape)).map(|t| (a[0], t)));
+                match r {
+                    Ok((axis, (dt, shape))) => self.push(Op::Softmax { axis, log: name == "log_softmax" }, vec![x], dt, shape, span),
+                    Err(m) => {
+                        self.diag.error(args.get(1).map_or(span, |a| a.span()), m);
+                        self.poisoned(span)
+                    }
+                }
+            }
+            "constant" => {
+                if !arity(self, 1, 1, "one scalar literal") {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let v = self.operand(args[0]);
+                if !matches!(self.graph.node(v).op, Op::Const { .. }) {
+                    self.diag.error(args[0].span(), "`constant` takes a scalar literal; a parameter is already a tensor");
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let v = match turbofish.and_then(|(t, _)| DType::from_name(&t)) {
+                    Some(dt) => self.resolve_weak_to(v, dt, span),
+                    None => self.concrete(v),
+                };
+                self.graph.node_mut(v).span = span;
+                v
+            }
+            "zeros" | "ones" | "fill" => {
+                let want = if name == "fill" { 2 } else { 1 };
+                if !arity(self, want, want, if want == 2 { "a shape `[dims]` and a value" } else { "a shape `[dims]`" }) {
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let Some(dims) = self.dim_list(args[0], false) else {
+                    return Value::Tensor(self.poisoned(span));
+                };
+                let shape: Shape = dims.into_iter().flatten().collect();
+                let value = if name == "fill" {
+                    let v = self.operand(args[1]);
+                    match turbofish.as_ref().and_then(|(t, _)| DType::from_name(t)) {
+                        Some(dt) => self.resolve_weak_to(v, dt, span),
+                        None => self.concrete(v),
+                    }
+                } else {
+                    let dt = match &turbofish {
+                        Some((t, ts)) => match DType::from_name(t) {
+                            Some(d) => d,
+                            None => {
+                                self.diag.error(*ts, format!("unknown dtype `{t}`"));
+                                DType::F32
+                            }
+                        },
+                        None => DType::F32,
+                    };
+                    let one = if name == "ones" { 1.0 } else { 0.0 };
+                    self.push(Op::Const { value: Scalar::Float(one).convert(dt), weak: false }, vec![], dt, vec![], span)
+                };
+                if !self.graph.node(value).shape.is_empty() && !self.graph.node(value).poisoned {
+                    self.diag.error(span, "`fill` takes a scalar value");
+                    return Value::Tensor(self.poisoned(span));
+                }
+                let dt = self.graph.node(value).dtype;
+                self.typed(Op::Fill, vec![value], Ok((dt, shape)), span)
+            }
+            "assert_non_negative" | "assert_all_finite" | "assert_greater" | "assert_less" => {
+                let binary = matches!(name.as_str(), "assert_greater" | "assert_less");
+                let n_args = if binary { 3 } else { 2 };
+                if !arity(self, n_args - 1, n_args, if binary { "two tensors and a message" } else { "a tensor and a message" }) {
+                    return Value::Unit;
+                }
+                let message = match args.get(n_args - 1) {
+                    Some(Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. })) => s.value(),
+                    Some(other) => {
+                        self.diag.error(other.span(), "the message of an `assert_*` must be a string literal");
+                        String::new()
+                    }
+                    None => String::new(),
+                };
+                let kind = match name.as_str() {
+                    "assert_non_negative" => AssertKind::NonNegative,
+                    "assert_all_finite" => AssertKind::AllFinite,
+                    "assert_greater" => AssertKind::Greater,
+                    _ => AssertKind::Less,
+                };
+                let mut inputs = vec![self.operand(args[0])];
+                if binary {
+                    let b = self.operand(args[1]);
+                    let (a, b) = self.coerce(inputs[0], b, span);
+                    inputs = vec![self.concrete(a), self.concrete(b)];
+                } else {
+                    inputs[0] = self.concrete(inputs[0]);
+                }
+                let ns: Vec<Node> = inputs.iter().map(|&i| self.graph.node(i).clone()).collect();
+                let r = if binary {
+                    infer::compare(kind.name(), (ns[0].dtype, &ns[0].shape), (ns[1].dtype, &ns[1].shape))
+                } else {
+                    infer::unary(kind.name(), kind == AssertKind::AllFinite, (ns[0].dtype, &ns[0].shape))
+                };
+                let id = self.typed(Op::Assert { kind, message }, inputs, r.map(|_| (DType::Bool, vec![])), span);
+                if !self.graph.node(id).poisoned {
+                    self.effects.push(id);
+                }
+                return Value::Unit;
+            }
+            other => {
+                self.diag.error(
+                    c.func.span(),
+                    format!(
+                        "unknown op `{other}` in a `#[graph]` body; the ops are: constant zeros ones fill, abs exp log sqrt rsqrt square tanh sigmoid relu sin cos neg pow maximum minimum select cast, reduce_sum reduce_mean reduce_max reduce_min norm, matmul transpose reshape, conv2d bias_add softmax log_softmax, assert_non_negative assert_greater assert_less assert_all_finite"
+                    ),
+                );
+                self.poisoned(span)
+            }
+        };
+        Value::Tensor(id)
+    }
+
+    /// An axis or a list of axes: `1`, `-1`, `[0, 2]`.
+    fn int_list(&mut self, e: &Expr) -> Option<Vec<i64>> {
+        if let Some(v) = self.literal_int(e) {
+            return Some(vec![v]);
+        }
+        if let Expr::Array(a) = e {
+            let mut out = Vec::new();
+            for el in &a.elems {
+                match self.literal_int(el) {
+                    Some(v) => out.push(v),
+                    None => {
+                        self.diag.error(el.span(), "an axis must be an integer literal");
+                        return None;
+                    }
+                }
+            }
+            return Some(out);
+        }
+        self.diag.error(e.span(), "expected an integer literal axis or a list of them (`[0, 1]`)");
+        None
+    }
+
+    /// A shape list `[B, 784]`; `-1` (as `None`) only where `allow_infer`.
+    fn dim_list(&mut self, e: &Expr, allow_infer: bool) -> Option<Vec<Option<Dim>>> {
+        let Expr::Array(a) = e else {
+            self.diag.error(e.span(), "expected a shape list such as `[B, 784]`");
+            return None;
+        };
+        let mut out = Vec::new();
+        for el in &a.elems {
+            if let Some(v) = self.literal_int(el) {
+                if v == -1 && allow_infer {
+                    out.push(None);
+                } else if v >= 0 {
+                    out.push(Some(Dim::Const(v as u64)));
+                } else {
+                    self.diag.error(el.span(), "a dim must be non-negative (or -1 in `reshape`, to infer it)");
+                    return None;
+                }
+                continue;
+            }
+            match el {
+                Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.symbols.contains(&i.to_string())) => {
+                    out.push(Some(Dim::Sym(p.path.get_ident()?.to_string())));
+                }
+                other => {
+                    self.diag.error(other.span(), "a dim is an integer literal or a symbol of the signature (`B`)");
+                    return None;
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+trait UnsafeBlock {
+    fn unsafe_token_is_none(&self) -> bool;
+}
+
+impl UnsafeBlock for syn::ExprBlock {
+    fn unsafe_token_is_none(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,38 @@
+//! Common-subexpression elimination: two pure nodes with the same op, inputs, dtype and region become one.
+
+use super::replace_uses;
+use crate::ir::*;
+
+/// Merges duplicate pure nodes (program order keeps the first; later duplicates forward to it).
+pub fn run(graph: &mut Graph) {
+    let mut seen: Vec<NodeId> = Vec::new();
+    for i in 0..graph.nodes.len() {
+        let id = NodeId(i);
+        let n = graph.node(id).clone();
+        if n.poisoned || n.op.is_effect() || matches!(n.op, Op::Input { .. } | Op::CondOut { .. }) {
+            continue;
+        }
+        let twin = seen.iter().copied().find(|&s| {
+            let m = graph.node(s);
+            m.op == n.op && m.inputs == n.inputs && m.dtype == n.dtype && m.shape == n.shape && visible(graph, m.region, n.region)
+        });
+        match twin {
+            Some(t) => replace_uses(graph, id, t),
+            None => seen.push(id),
+        }
+    }
+}
+
+/// Whether a value computed in region `def` may be used in region `at` (same region, or an arm nested in it).
+pub fn visible(graph: &Graph, def: Region, at: Region) -> bool {
+    let mut r = at;
+    loop {
+        if r == def {
+            return true;
+        }
+        match r {
+            Region::Main => return false,
+            Region::Arm { cond, .. } => r = graph.conds[cond.0].region,
+        }
+    }
+}

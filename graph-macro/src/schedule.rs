@@ -1,0 +1,180 @@
+//! Phase 6, schedule: fixes the order of the fused groups and the buffer plan (slots assigned by liveness, so values whose lifetimes do not overlap share memory).
+
+use crate::fuse::{tree_leaves, Group, GroupKind, Plan};
+use crate::ir::*;
+use std::collections::HashMap;
+
+/// The static schedule and buffer plan.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Group ids of each region, in the order they run.
+    pub region_groups: HashMap<Region, Vec<usize>>,
+    /// The materialised values each group reads.
+    pub reads: Vec<Vec<NodeId>>,
+    /// Values whose buffer goes back to its slot right after each group (region-local).
+    pub frees_after: Vec<Vec<NodeId>>,
+    /// The slot of each value held in a reusable buffer.
+    pub slot: Vec<Option<usize>>,
+    /// Values allocated fresh because they (may) leave the function as results.
+    pub fresh: Vec<bool>,
+    /// Per slot: dtype and the values it holds, in schedule order.
+    pub slots: Vec<(DType, Vec<NodeId>)>,
+    /// The last group (effective, in the value's own region) that reads each value.
+    pub last_use: Vec<Option<usize>>,
+}
+
+/// The values a group produces.
+pub fn group_values(graph: &Graph, g: &Group) -> Vec<NodeId> {
+    match g.kind {
+        GroupKind::Cond => graph.conds[g.cond.expect("cond group").0].results.clone(),
+        GroupKind::Assert => vec![],
+        _ => vec![g.root],
+    }
+}
+
+/// The materialised values a group reads.
+pub fn group_reads(graph: &Graph, plan: &Plan, g: &Group) -> Vec<NodeId> {
+    let mut reads: Vec<NodeId> = match g.kind {
+        GroupKind::Elementwise | GroupKind::Scalar | GroupKind::MatMul | GroupKind::Conv2d => {
+            let mut r = tree_leaves(graph, g.root, &plan.materialised);
+            if let Some(a) = g.anchor {
+                r.retain(|&x| x != a);
+                r.extend(graph.node(a).inputs.iter().copied());
+            }
+            if g.anchor.is_none() && !graph.node(g.root).op.is_elementwise() {
+                r = graph.node(g.root).inputs.clone();
+            }
+            r
+        }
+        GroupKind::Reduce => match g.producer {
+            Some(p) => tree_leaves(graph, p, &plan.materialised),
+            None => graph.node(g.root).inputs.clone(),
+        },
+        GroupKind::Cond => {
+            let c = &graph.conds[g.cond.expect("cond group").0];
+            let mut r = Vec::new();
+            if let Predicate::Tensor(p) = c.predicate {
+                r.push(p);
+            }
+            r.extend(c.then_outputs.iter().chain(&c.else_outputs).copied());
+            r
+        }
+        _ => graph.node(g.root).inputs.clone(),
+    };
+    reads.retain(|&x| plan.materialised[x.0]);
+    reads.sort();
+    reads.dedup();
+    reads
+}
+
+/// Builds the schedule and the buffer plan for `plan`.
+pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
+    let n = graph.nodes.len();
+    let groups = &plan.groups;
+    let mut region_groups: HashMap<Region, Vec<usize>> = HashMap::new();
+    for g in groups {
+        region_groups.entry(g.region).or_default().push(g.id);
+    }
+    let cond_group: HashMap<CondId, usize> = groups.iter().filter_map(|g| g.cond.map(|c| (c, g.id))).collect();
+    let reads: Vec<Vec<NodeId>> = groups.iter().map(|g| group_reads(graph, plan, g)).collect();
+
+    // Effective last use of each value, in its own region.
+    let mut last_use: Vec<Option<usize>> = vec![None; n];
+    for g in groups {
+        for &v in &reads[g.id] {
+            let vr = graph.node(v).region;
+            let mut r = g.region;
+            let mut pos = g.id;
+            let mut ok = true;
+            while r != vr {
+                match r {
+                    Region::Main => {
+                        ok = false;
+                        break;
+                    }
+                    Region::Arm { cond, .. } => {
+                        pos = cond_group.get(&cond).copied().unwrap_or(pos);
+                        r = graph.conds[cond.0].region;
+                    }
+                }
+            }
+            if ok {
+                last_use[v.0] = Some(last_use[v.0].map_or(pos, |p: usize| p.max(pos)));
+            }
+        }
+    }
+
+    // Values that may leave the function are fresh allocations.
+    let mut fresh = vec![false; n];
+    let mut stack: Vec<NodeId> = graph.outputs.clone();
+    while let Some(v) = stack.pop() {
+        if fresh[v.0] {
+            continue;
+        }
+        fresh[v.0] = true;
+        match &graph.node(v).op {
+            Op::CondOut { cond, index } => {
+                let c = &graph.conds[cond.0];
+                stack.push(c.then_outputs[*index]);
+                stack.push(c.else_outputs[*index]);
+            }
+            Op::Reshape => stack.push(graph.node(v).inputs[0]),
+            _ => {}
+        }
+    }
+
+    // Interval colouring of slot-backed values, per dtype.
+    let mut slot = vec![None; n];
+    let mut slots: Vec<(DType, Vec<NodeId>, usize)> = Vec::new();
+    let mut frees_after: Vec<Vec<NodeId>> = vec![Vec::new(); groups.len()];
+    for g in groups {
+        if matches!(g.kind, GroupKind::View | GroupKind::Cond | GroupKind::Scalar | GroupKind::Assert) {
+            continue;
+        }
+        let v = g.root;
+        let node = graph.node(v);
+        if node.shape.is_empty() || fresh[v.0] {
+            continue;
+        }
+        let end = last_use[v.0].unwrap_or(g.id).max(aliases_end(graph, plan, &last_use, v));
+        let free = slots.iter().position(|(dt, _, busy_until)| *dt == node.dtype && *busy_until < g.id);
+        let s = match free {
+            Some(s) => s,
+            None => {
+                slots.push((node.dtype, Vec::new(), 0));
+                slots.len() - 1
+            }
+        };
+        slots[s].1.push(v);
+        slots[s].2 = end;
+        slot[v.0] = Some(s);
+        if end < groups.len() && !is_arm_output(graph, v) {
+            frees_after[end].push(v);
+        }
+    }
+    Schedule {
+        region_groups,
+        reads,
+        frees_after,
+        slot,
+        fresh,
+        slots: slots.into_iter().map(|(d, v, _)| (d, v)).collect(),
+        last_use,
+    }
+}
+
+/// A value read through a reshape view stays alive as long as the view is read.
+fn aliases_end(graph: &Graph, plan: &Plan, last_use: &[Option<usize>], v: NodeId) -> usize {
+    let mut end = 0;
+    for (i, node) in graph.nodes.iter().enumerate() {
+        if plan.live[i] && matches!(node.op, Op::Reshape) && node.inputs[0] == v {
+            end = end.max(last_use[i].unwrap_or(0)).max(aliases_end(graph, plan, last_use, NodeId(i)));
+        }
+    }
+    end
+}
+
+/// Arm outputs are moved into the cond's result rather than freed.
+fn is_arm_output(graph: &Graph, v: NodeId) -> bool {
+    graph.conds.iter().filter(|c| !c.removed).any(|c| c.then_outputs.contains(&v) || c.else_outputs.contains(&v))
+}

@@ -1,0 +1,183 @@
+//! Phase 1, parse: reads the `#[graph]` function's signature into typed parameters and declared outputs.
+
+use crate::diag::Diagnostics;
+use crate::ir::{DType, Dim, HostParam, OutputDecl, Param, Shape, TensorParam};
+use syn::spanned::Spanned;
+use syn::{FnArg, GenericArgument, Pat, PathArguments, ReturnType, Type};
+
+/// The parsed signature.
+pub struct Signature {
+    pub params: Vec<Param>,
+    pub outputs: Vec<OutputDecl>,
+    /// Whether the result is a tuple (even of one element).
+    pub tuple_output: bool,
+}
+
+const DTYPES: &str = "`f32`, `f64`, `i32`, `i64` or `bool`";
+
+/// Reads the parameters and the return type; problems go to `diag`.
+pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signature {
+    if let Some(g) = sig.generics.params.first() {
+        diag.error(g.span(), "`#[graph]` functions cannot be generic: dtypes and dims are written in `Tensor<DT, dims...>`");
+    }
+    if let Some(a) = &sig.asyncness {
+        diag.error(a.span(), "`#[graph]` functions cannot be `async`");
+    }
+    let mut params = Vec::new();
+    for arg in &sig.inputs {
+        match arg {
+            FnArg::Receiver(r) => diag.error(r.span(), "`#[graph]` functions cannot take `self`: write a free function over tensors"),
+            FnArg::Typed(pt) => {
+                let name = match &*pt.pat {
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+                    other => {
+                        diag.error(other.span(), "a `#[graph]` parameter must be a plain name (`x: Tensor<f32, 3>`)");
+                        continue;
+                    }
+                };
+                if let Some(p) = parse_param(name, &pt.ty, diag) {
+                    params.push(p);
+                }
+            }
+        }
+    }
+    let (outputs, tuple_output) = match &sig.output {
+        ReturnType::Default => {
+            diag.error(
+                sig.ident.span(),
+                format!(
+                    "`#[graph]` function `{}` has no return type: declare its result, e.g. `-> Tensor<f32, B, 10>`, or a tuple of tensors",
+                    sig.ident
+                ),
+            );
+            (Vec::new(), false)
+        }
+        ReturnType::Type(_, ty) => match &**ty {
+            Type::Tuple(t) => {
+                let mut outs = Vec::new();
+                if t.elems.is_empty() {
+                    diag.error(t.span(), "a `#[graph]` function must return at least one tensor, not `()`");
+                }
+                for e in &t.elems {
+                    if let Some((dtype, shape)) = parse_tensor_type(e, diag, "a result") {
+                        outs.push(OutputDecl { dtype, shape, span: e.span() });
+                    }
+                }
+                (outs, true)
+            }
+            other => match parse_tensor_type(other, diag, "the result") {
+                Some((dtype, shape)) => (vec![OutputDecl { dtype, shape, span: other.span() }], false),
+                None => (Vec::new(), false),
+            },
+        },
+    };
+    Signature { params, outputs, tuple_output }
+}
+
+fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Param> {
+    if is_tensor_type(ty) {
+        let (dtype, shape) = parse_tensor_type(ty, diag, "a parameter")?;
+        return Some(Param::Tensor(TensorParam { name, dtype, shape, span: ty.span() }));
+    }
+    if let Type::Path(tp) = ty {
+        if let Some(id) = tp.path.get_ident() {
+            let dtype = match id.to_string().as_str() {
+                "f32" => Some(DType::F32),
+                "f64" => Some(DType::F64),
+                "i32" => Some(DType::I32),
+                "i64" | "usize" | "isize" | "u32" | "u64" => Some(DType::I64),
+                "bool" => Some(DType::Bool),
+                _ => None,
+            };
+            if let Some(dtype) = dtype {
+                return Some(Param::Host(HostParam { name, ty: ty.clone(), dtype }));
+            }
+        }
+    }
+    diag.error(
+        ty.span(),
+        format!(
+            "unsupported parameter type for `{name}`: a `#[graph]` parameter is `Tensor<DT, dims...>` (DT one of {DTYPES}) or a host value of type `f32`, `f64`, `i32`, `i64`, `usize` or `bool`"
+        ),
+    );
+    None
+}
+
+fn is_tensor_type(ty: &Type) -> bool {
+    match ty {
+        Type::Path(tp) => tp.path.segments.last().is_some_and(|s| s.ident == "Tensor"),
+        _ => false,
+    }
+}
+
+/// Parses `Tensor<DT, D0, D1, ...>` into a dtype and a shape.
+pub fn parse_tensor_type(ty: &Type, diag: &mut Diagnostics, what: &str) -> Option<(DType, Shape)> {
+    let seg = match ty {
+        Type::Path(tp) if is_tensor_type(ty) => tp.path.segments.last()?,
+        other => {
+            diag.error(other.span(), format!("{what} of a `#[graph]` function must be `Tensor<DT, dims...>` (DT one of {DTYPES})"));
+            return None;
+        }
+    };
+    let args = match &seg.arguments {
+        PathArguments::AngleBracketed(a) => a,
+        _ => {
+            diag.error(seg.span(), format!("`Tensor` needs a dtype: `Tensor<f32>` for a scalar, `Tensor<f32, B, 3>` for a tensor (dtype one of {DTYPES})"));
+            return None;
+        }
+    };
+    let mut iter = args.args.iter();
+    let dtype = match iter.next() {
+        Some(GenericArgument::Type(Type::Path(p))) if p.path.get_ident().is_some() => {
+            let id = p.path.get_ident()?;
+            match DType::from_name(&id.to_string()) {
+                Some(d) => d,
+                None => {
+                    diag.error(id.span(), format!("unknown dtype `{id}`: a tensor's dtype is one of {DTYPES}"));
+                    return None;
+                }
+            }
+        }
+        Some(other) => {
+            diag.error(other.span(), format!("the first argument of `Tensor` is its dtype, one of {DTYPES}"));
+            return None;
+        }
+        None => {
+            diag.error(seg.span(), format!("`Tensor` needs a dtype, one of {DTYPES}"));
+            return None;
+        }
+    };
+    let mut shape = Vec::new();
+    let mut ok = true;
+    for arg in iter {
+        match parse_dim(arg) {
+            Some(d) => shape.push(d),
+            None => {
+                diag.error(
+                    arg.span(),
+                    "a `Tensor` dim is an integer literal (`784`) or a symbol (`B`); found something else",
+                );
+                ok = false;
+            }
+        }
+    }
+    ok.then_some((dtype, shape))
+}
+
+fn parse_dim(arg: &GenericArgument) -> Option<Dim> {
+    match arg {
+        GenericArgument::Const(syn::Expr::Lit(l)) => match &l.lit {
+            syn::Lit::Int(i) if i.suffix().is_empty() || i.suffix() == "usize" => i.base10_parse::<u64>().ok().map(Dim::Const),
+            _ => None,
+        },
+        GenericArgument::Const(syn::Expr::Block(b)) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(syn::Expr::Lit(l), None) => match &l.lit {
+                syn::Lit::Int(i) => i.base10_parse::<u64>().ok().map(Dim::Const),
+                _ => None,
+            },
+            _ => None,
+        },
+        GenericArgument::Type(Type::Path(p)) => p.path.get_ident().map(|i| Dim::Sym(i.to_string())),
+        _ => None,
+    }
+}

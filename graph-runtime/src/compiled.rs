@@ -1,0 +1,177 @@
+//! Helpers the code emitted by `#[graph]` calls: argument views, entry checks binding symbolic dims, broadcast offsets, result arrays.
+
+use crate::dtype::Element;
+use crate::error::Error;
+use ndarray::{Array, ArrayBase, ArrayView, CowArray, Data, Dimension, IxDyn};
+
+/// What a compiled function accepts for a `Tensor<T, ...>` parameter of rank `D`: `&Array`, `ArrayView`, `&ArrayView`.
+pub trait TensorArg<'a, T, D: Dimension> {
+    fn arg_view(self) -> ArrayView<'a, T, D>;
+}
+
+impl<'a, T, S, D> TensorArg<'a, T, D> for &'a ArrayBase<S, D>
+where
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    #[inline]
+    fn arg_view(self) -> ArrayView<'a, T, D> {
+        self.view()
+    }
+}
+
+impl<'a, T, D: Dimension> TensorArg<'a, T, D> for ArrayView<'a, T, D> {
+    #[inline]
+    fn arg_view(self) -> ArrayView<'a, T, D> {
+        self
+    }
+}
+
+/// Checks a static dim of parameter `param`.
+#[inline]
+pub fn check_dim(param: &'static str, axis: usize, expected: usize, shape: &[usize]) -> Result<(), Error> {
+    if shape[axis] == expected {
+        Ok(())
+    } else {
+        Err(dim_error(param, axis, expected, shape))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn dim_error(param: &'static str, axis: usize, expected: usize, shape: &[usize]) -> Error {
+    Error::InputDim { param: param.to_string(), axis, expected, found: shape[axis], found_shape: shape.to_vec() }
+}
+
+/// Checks that symbol `symbol`, bound to `bound` by `bound_by`, has the same size at `param` axis `axis`.
+#[inline]
+pub fn check_symbol(symbol: &'static str, bound: usize, bound_by: &'static str, param: &'static str, axis: usize, shape: &[usize]) -> Result<(), Error> {
+    if shape[axis] == bound {
+        Ok(())
+    } else {
+        Err(symbol_error(symbol, bound, bound_by, param, axis, shape))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn symbol_error(symbol: &'static str, bound: usize, bound_by: &'static str, param: &'static str, axis: usize, shape: &[usize]) -> Error {
+    Error::SymbolConflict {
+        symbol: symbol.to_string(),
+        bound,
+        bound_by: bound_by.to_string(),
+        param: param.to_string(),
+        axis,
+        found: shape[axis],
+    }
+}
+
+/// A contiguous row-major copy of `view`, or the view itself when it already is one (no copy).
+#[inline]
+pub fn standard<'a, T: Clone, D: Dimension>(view: &ArrayView<'a, T, D>) -> CowArray<'a, T, D> {
+    view.as_standard_layout()
+}
+
+/// The elements of a standard-layout array as a slice.
+#[inline]
+pub fn contiguous<'b, T, D: Dimension>(a: &'b CowArray<'_, T, D>) -> &'b [T] {
+    match a.as_slice() {
+        Some(s) => s,
+        None => contiguous_invariant(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn contiguous_invariant() -> ! {
+    unreachable!("as_standard_layout always yields a contiguous array")
+}
+
+/// The single element of a rank-0 view.
+#[inline]
+pub fn scalar_of<T: Copy, D: Dimension>(view: &ArrayView<'_, T, D>) -> T {
+    match view.iter().next() {
+        Some(v) => *v,
+        None => contiguous_invariant(),
+    }
+}
+
+/// The element of a rank-0 eager value (the `if` of `NAME::eager`).
+pub fn eager_scalar<T: Copy>(a: &ndarray::ArrayViewD<'_, T>) -> Result<T, Error> {
+    match (a.ndim(), a.iter().next()) {
+        (0, Some(v)) => Ok(*v),
+        _ => Err(Error::invalid("if", format!("the condition must be a rank-0 tensor, found shape {:?}", a.shape()))),
+    }
+}
+
+/// Wraps a buffer as the array of a result; `shape` is the result's shape.
+#[inline]
+pub fn into_array<T, D: Dimension>(shape: D, data: Vec<T>) -> Result<Array<T, D>, Error> {
+    let dims = shape.slice().to_vec();
+    Array::from_shape_vec(shape, data).map_err(|e| Error::invalid("result", format!("buffer does not match shape {dims:?}: {e}")))
+}
+
+/// Converts an eager result to the declared rank.
+pub fn into_rank<T, D: Dimension>(a: ndarray::ArrayD<T>) -> Result<Array<T, D>, Error> {
+    let shape = a.shape().to_vec();
+    a.into_dimensionality::<D>().map_err(|_| Error::invalid("result", format!("expected rank {:?}, found shape {shape:?}", D::NDIM)))
+}
+
+/// A dynamic-rank view of a contiguous buffer (for ops that take views, like the checks).
+#[inline]
+pub fn view_of<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayView<'a, T, IxDyn>, Error> {
+    ArrayView::from_shape(IxDyn(shape), data).map_err(|e| Error::invalid("view", e.to_string()))
+}
+
+/// A fresh zero-initialised buffer for a result.
+#[inline]
+pub fn fresh<T: Element>(len: usize) -> Vec<T> {
+    vec![T::default(); len]
+}
+
+/// Maximum rank for broadcast offsets.
+pub const MAX_RANK: usize = 8;
+
+/// Offsets of a broadcast operand's rows: for row `r` of an output split into rows at an
+/// axis, the element offset in the operand where that row's data starts.
+#[derive(Debug, Clone, Copy)]
+pub struct RowBroadcast {
+    outer: usize,
+    dims: [usize; MAX_RANK],
+    strides: [usize; MAX_RANK],
+}
+
+impl RowBroadcast {
+    /// `out` is the output shape, `leaf` the operand's shape (right-aligned), `split` the first axis of a row.
+    pub fn new(out: &[usize], leaf: &[usize], split: usize) -> RowBroadcast {
+        let r = out.len();
+        let mut padded = [1usize; MAX_RANK];
+        for (i, &d) in leaf.iter().enumerate() {
+            padded[r - leaf.len() + i] = d;
+        }
+        let mut strides = [0usize; MAX_RANK];
+        let mut s = 1;
+        for k in (0..r).rev() {
+            strides[k] = if padded[k] == 1 { 0 } else { s };
+            s *= padded[k];
+        }
+        let mut dims = [1usize; MAX_RANK];
+        dims[..split].copy_from_slice(&out[..split]);
+        RowBroadcast { outer: split, dims, strides }
+    }
+
+    /// The element offset of row `row` in the operand.
+    #[inline(always)]
+    pub fn offset(&self, mut row: usize) -> usize {
+        let mut off = 0;
+        let mut k = self.outer;
+        while k > 0 {
+            k -= 1;
+            let d = self.dims[k];
+            let c = row % d.max(1);
+            row /= d.max(1);
+            off += c * self.strides[k];
+        }
+        off
+    }
+}
