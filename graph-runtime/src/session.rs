@@ -14,6 +14,9 @@
 use crate::error::Error;
 use crate::exec::{Arena, ExecCtx, Profiler};
 use crate::profile::ProfileReport;
+use std::any::Any;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 /// How a [`Session`] runs graphs (TF's `ConfigProto`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +51,9 @@ pub struct Session {
     config: SessionConfig,
     /// `None` only in the fallback of [`Session::default`] when no thread could be started.
     pool: Option<rayon::ThreadPool>,
+    /// The pool thread that runs every graph of this session (see [`Driver`]); `None`
+    /// exactly when `pool` is.
+    driver: Option<Arc<Driver>>,
     /// One arena per graph name. A short list searched linearly: finding a graph's arena
     /// compares pointers first and never allocates.
     arenas: Vec<(&'static str, Arena)>,
@@ -64,9 +70,16 @@ impl Session {
 
     fn with_pool(config: SessionConfig, pool: Option<rayon::ThreadPool>) -> Session {
         let profiler = config.profile.then(Profiler::default);
+        let driver = pool.as_ref().map(|pool| {
+            let driver = Arc::new(Driver::default());
+            let served = Arc::clone(&driver);
+            pool.spawn(move || served.serve());
+            driver
+        });
         Session {
             config,
             pool,
+            driver,
             arenas: Vec::new(),
             profiler,
         }
@@ -108,6 +121,9 @@ impl Session {
 
     /// Runs `f` on the session's pool with the arena of `graph` (and the profiler, when
     /// profiling). The entry point of the code `#[graph]` emits for `NAME::run`.
+    ///
+    /// Finding the arena and handing `f` to the pool allocate nothing once the graph has
+    /// run in this session; a panic in `f` is propagated to the caller.
     #[doc(hidden)]
     pub fn __run<R: Send>(
         &mut self,
@@ -131,8 +147,8 @@ impl Session {
             let mut ctx = ExecCtx::new(graph, arena, profiler);
             f(&mut ctx)
         };
-        match &self.pool {
-            Some(pool) => pool.install(run),
+        match &self.driver {
+            Some(driver) => driver.run(run),
             None => run(),
         }
     }
@@ -148,6 +164,135 @@ impl Default for Session {
             .or_else(|_| build_pool(1))
             .ok();
         Session::with_pool(config, pool)
+    }
+}
+
+impl Drop for Session {
+    /// Lets the driver return, so that the pool's threads can end when the pool is dropped.
+    fn drop(&mut self) {
+        if let Some(driver) = &self.driver {
+            let mut slot = driver.lock();
+            *slot = Slot::Exit;
+            driver.changed.notify_all();
+        }
+    }
+}
+
+/// The pool thread that runs every graph of a session.
+///
+/// `rayon::ThreadPool::install` from a thread outside the pool pushes a job on the pool's
+/// global queue, which allocates a new block every few dozen pushes; steady-state runs
+/// must not allocate. So a session starts one long-lived job on its pool, the driver,
+/// and each run hands its closure to it through a mutex and a condition variable (which
+/// allocate nothing). The closure then runs on a worker of the pool, so every parallel
+/// kernel it calls uses the session's threads, the driver's included.
+#[derive(Default)]
+struct Driver {
+    slot: Mutex<Slot>,
+    changed: Condvar,
+}
+
+/// What the driver is asked to do, or has done.
+#[derive(Default)]
+enum Slot {
+    #[default]
+    Idle,
+    /// A closure to call, borrowed from the stack of the thread that waits in [`Driver::run`].
+    Run(Job),
+    /// The closure returned.
+    Done,
+    /// The session is being dropped.
+    Exit,
+}
+
+/// A pointer to the closure of one run; valid until the driver reports [`Slot::Done`].
+struct Job(*mut (dyn FnMut() + Send + 'static));
+
+// SAFETY: the closure behind the pointer is `Send`, and only the driver calls it, while the
+// thread that owns it waits.
+unsafe impl Send for Job {}
+
+/// One run's closure as it moves to the driver and its result as it comes back.
+enum Step<F, R> {
+    Pending(F),
+    Running,
+    Finished(std::thread::Result<R>),
+}
+
+impl Driver {
+    fn lock(&self) -> MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, Slot>) -> MutexGuard<'a, Slot> {
+        self.changed
+            .wait(guard)
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The driver's loop, run on one worker of the session's pool until the session drops.
+    fn serve(&self) {
+        let mut slot = self.lock();
+        loop {
+            match std::mem::take(&mut *slot) {
+                Slot::Run(job) => {
+                    drop(slot);
+                    // SAFETY: `Driver::run` keeps the closure alive and untouched until it
+                    // sees `Done`, which is set only after this call returns. The closure
+                    // catches its own panics; this guard only keeps the driver alive.
+                    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { (*job.0)() }));
+                    slot = self.lock();
+                    *slot = Slot::Done;
+                    self.changed.notify_all();
+                }
+                Slot::Exit => return,
+                other => {
+                    *slot = other;
+                    slot = self.wait(slot);
+                }
+            }
+        }
+    }
+
+    /// Runs `f` on the driver and returns its result, re-raising its panic if it panicked.
+    fn run<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        let mut step = Step::Pending(f);
+        let mut call = || {
+            if let Step::Pending(f) = std::mem::replace(&mut step, Step::Running) {
+                step = Step::Finished(catch_unwind(AssertUnwindSafe(f)));
+            }
+        };
+        let job: *mut (dyn FnMut() + Send + '_) = &mut call;
+        // SAFETY: only the lifetime is erased. This function does not return before the
+        // driver reports `Done`, so the closure outlives its use (as with scoped threads).
+        let job = Job(unsafe {
+            std::mem::transmute::<*mut (dyn FnMut() + Send + '_), *mut (dyn FnMut() + Send + 'static)>(
+                job,
+            )
+        });
+        let mut slot = self.lock();
+        *slot = Slot::Run(job);
+        self.changed.notify_all();
+        loop {
+            match std::mem::take(&mut *slot) {
+                Slot::Done => break,
+                other => {
+                    *slot = other;
+                    slot = self.wait(slot);
+                }
+            }
+        }
+        drop(slot);
+        match step {
+            Step::Finished(Ok(r)) => r,
+            Step::Finished(Err(payload)) => resume_unwind(payload),
+            // The driver always calls the closure, which always finishes the step; should
+            // that ever not hold, running `f` here still gives the right answer.
+            Step::Pending(f) => f(),
+            Step::Running => resume_unwind(
+                Box::new("grafo: a session run was interrupted") as Box<dyn Any + Send>
+            ),
+        }
     }
 }
 
