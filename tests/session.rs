@@ -354,3 +354,14 @@ fn chrome_trace_is_written_to_a_file() {
         Err(graph_runtime::Error::Io(_))
     ));
 }
+
+#[test]
+fn a_panicking_run_propagates_and_the_session_stays_usable() {
+    let mut s = session(2);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        s.__run("p", |_ctx| -> usize { panic!("kernel bug") })
+    }));
+    let payload = result.expect_err("the panic reaches the caller");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"kernel bug"));
+    assert_eq!(s.__run("p", |ctx| plan_step(ctx, 4, false)), 6.0);
+}

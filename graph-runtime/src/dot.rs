@@ -94,7 +94,8 @@ struct Layout {
     node_cluster: Vec<Cluster>,
     /// Every cluster but the root with its parent, sorted.
     parents: Vec<(Cluster, Cluster)>,
-    /// Clusters that hold at least one node, directly or through nested clusters.
+    /// Clusters that hold at least one node, directly or through nested clusters, in the
+    /// order of their first node, which is the order they are drawn in.
     non_empty: Vec<Cluster>,
 }
 
@@ -146,8 +147,8 @@ impl Layout {
 
     fn write_cluster(&self, graph: &GraphDef, cluster: Cluster, depth: usize, out: &mut String) {
         let indent = "  ".repeat(depth);
-        for &(child, parent) in &self.parents {
-            if parent != cluster || !self.non_empty.contains(&child) {
+        for &child in &self.non_empty {
+            if parent_of(&self.parents, child) != cluster {
                 continue;
             }
             let (id, label, style) = match child {
