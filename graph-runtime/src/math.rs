@@ -35,7 +35,7 @@ pub fn exp_f32(x: f32) -> f32 {
     let p = p * r + 8.333_452e-3;
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
-    let p = p * r + 5.000_000_1e-1;
+    let p = p * r + 5.0e-1;
     let y = p * r2 + r + 1.0;
     // Scale by 2^n in two steps so that each factor is a normal float and the only rounding
     // is the last multiplication (which also produces subnormals and infinities correctly).
@@ -70,7 +70,7 @@ pub fn log_f32(x: f32) -> f32 {
     let p = p * m - 1.666_805_8e-1;
     let p = p * m + 2.000_071_4e-1;
     let p = p * m - 2.499_999_4e-1;
-    let p = p * m + 3.333_333_1e-1;
+    let p = p * m + 3.333_333e-1;
     let y = m * z * p + e * LN2_LO_F32 - 0.5 * z;
     let r = m + y + e * LN2_HI_F32;
     // Special values, as selects.
@@ -91,10 +91,10 @@ pub fn tanh_f32(x: f32) -> f32 {
     // Small arguments: an odd polynomial (Cephes tanhf).
     let z = a * a;
     let p = -5.704_988_7e-3;
-    let p = p * z + 2.063_908_9e-2;
+    let p = p * z + 2.063_909e-2;
     let p = p * z - 5.373_971_6e-2;
     let p = p * z + 1.333_144_2e-1;
-    let p = p * z - 3.333_328_2e-1;
+    let p = p * z - 3.333_328e-1;
     let small = a + a * z * p;
     // Larger ones: 1 - 2 / (e^{2a} + 1); e^{2a} overflows to inf for huge a, giving exactly 1.
     let e = exp_f32(a + a);
