@@ -8,13 +8,15 @@
 pub use graph_macro::graph;
 pub use graph_runtime::eager;
 pub use graph_runtime::{BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
+pub use graph_runtime::profile::ProfileReport;
+pub use graph_runtime::session::{Session, SessionConfig};
 pub use graph_runtime::{Element, Error, Float, Numeric};
 pub use ndarray;
 
 /// Everything a `#[graph]` user needs: the macro, `Tensor`, the op names and ndarray's array types.
 pub mod prelude {
     pub use crate::graph;
-    pub use crate::Error;
+    pub use crate::{Error, Session, SessionConfig};
     pub use ndarray::{
         arr0, arr1, arr2, arr3, Array, Array0, Array1, Array2, Array3, Array4, Array5, ArrayD,
         ArrayView, ArrayView0, ArrayView1, ArrayView2, ArrayView3, ArrayView4, ArrayViewD, Axis,

@@ -41,6 +41,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let vis = &func.vis;
     let attrs = &func.attrs;
     let pub_params = public_params(&sig.params);
+    let lts = emit::lifetimes(&sig.params);
     let v_params = view_params(&sig.params);
     let names = emit::param_names(&sig.params);
     let outs: Vec<_> = sig.outputs.iter().map(|o| (o.dtype, o.shape.clone())).collect();
@@ -70,7 +71,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #(#attrs)*
         #[doc = #doc]
         #allow
-        #vis fn #name(#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
+        #vis fn #name #lts (#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
             #(#to_views)*
             let mut __arena = ::grafo::__private::exec::Arena::new();
             let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::GRAPH_KEY, &mut __arena, ::std::option::Option::None);
@@ -93,7 +94,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 
             #[doc = "The same computation run op by op through `grafo::eager` (the baseline of the benchmarks)."]
             #allow
-            pub fn eager(#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
+            pub fn eager #lts (#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 #(#to_views)*
                 #checks
                 #eager_body
@@ -102,7 +103,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 
             #[doc = "The compiled computation inside a `grafo::Session`: its threads, its reused buffers, its profiler."]
             #allow
-            pub fn run(__session: &mut ::grafo::Session, #(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
+            pub fn run #lts (__session: &mut ::grafo::Session, #(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 #(#to_views)*
                 __session.__run(GRAPH_KEY, move |__ctx| __compiled(__ctx, #(#names),*))
             }
@@ -173,6 +174,7 @@ fn fallback(func: &syn::ItemFn, sig: &Signature, diag: Diagnostics, signature_ok
     let name = &func.sig.ident;
     let vis = &func.vis;
     let pub_params = public_params(&sig.params);
+    let lts = emit::lifetimes(&sig.params);
     let outs: Vec<_> = sig.outputs.iter().map(|o| (o.dtype, o.shape.clone())).collect();
     let ret = result_type(&outs, sig.tuple_output);
     let allow = quote!(#[allow(unused_variables, clippy::all)]);
@@ -181,15 +183,15 @@ fn fallback(func: &syn::ItemFn, sig: &Signature, diag: Diagnostics, signature_ok
     quote! {
         #err
         #allow
-        #vis fn #name(#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
+        #vis fn #name #lts (#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
             ::std::unreachable!("`#[graph]` reported a compile error")
         }
         #allow
         #vis mod #name {
-            pub fn eager(#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
+            pub fn eager #lts (#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 ::std::unreachable!("`#[graph]` reported a compile error")
             }
-            pub fn run(__session: &mut ::grafo::Session, #(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
+            pub fn run #lts (__session: &mut ::grafo::Session, #(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 ::std::unreachable!("`#[graph]` reported a compile error")
             }
             pub fn graph() -> ::grafo::GraphDef {

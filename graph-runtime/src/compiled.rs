@@ -68,8 +68,12 @@ fn symbol_error(symbol: &'static str, bound: usize, bound_by: &'static str, para
 
 /// A contiguous row-major copy of `view`, or the view itself when it already is one (no copy).
 #[inline]
-pub fn standard<'a, T: Clone, D: Dimension>(view: &ArrayView<'a, T, D>) -> CowArray<'a, T, D> {
-    view.as_standard_layout()
+pub fn standard<'a, T: Clone, D: Dimension>(view: ArrayView<'a, T, D>) -> CowArray<'a, T, D> {
+    if view.is_standard_layout() {
+        CowArray::from(view)
+    } else {
+        CowArray::from(view.as_standard_layout().into_owned())
+    }
 }
 
 /// The elements of a standard-layout array as a slice.

@@ -211,7 +211,7 @@ impl<'a> Emitter<'a> {
             } else {
                 let cow = format_ident!("__cow_{}", id.0);
                 out.extend(quote! {
-                    let #cow = ::grafo::__private::compiled::standard(&#name);
+                    let #cow = ::grafo::__private::compiled::standard(#name.view());
                     let #vid: &[#et] = ::grafo::__private::compiled::contiguous(&#cow);
                 });
                 self.store.insert(id, Store::Slice);

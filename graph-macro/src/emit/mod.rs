@@ -86,12 +86,14 @@ pub fn dim_value(shape: &[Dim]) -> TokenStream {
 pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
-        .map(|p| match p {
+        .enumerate()
+        .map(|(i, p)| match p {
             Param::Tensor(t) => {
                 let name = &t.name;
                 let et = elem_ty(t.dtype);
                 let dt = dim_ty(t.shape.len());
-                quote!(#name: impl ::grafo::__private::compiled::TensorArg<'_, #et, #dt>)
+                let lt = syn::Lifetime::new(&format!("'__a{i}"), Span::call_site());
+                quote!(#name: impl ::grafo::__private::compiled::TensorArg<#lt, #et, #dt>)
             }
             Param::Host(h) => {
                 let name = &h.name;
@@ -100,6 +102,21 @@ pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
             }
         })
         .collect()
+}
+
+/// The lifetime parameters of the public functions, one per tensor parameter.
+pub fn lifetimes(params: &[Param]) -> TokenStream {
+    let lts: Vec<syn::Lifetime> = params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p, Param::Tensor(_)))
+        .map(|(i, _)| syn::Lifetime::new(&format!("'__a{i}"), Span::call_site()))
+        .collect();
+    if lts.is_empty() {
+        quote!()
+    } else {
+        quote!(<#(#lts),*>)
+    }
 }
 
 /// The parameter list of the inner functions: tensors as `ArrayView`s.
