@@ -191,8 +191,40 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         materialised[i] = !inline;
     }
 
-    // Build groups in program order, absorbing epilogue anchors.
+    // Epilogues: a materialised elementwise result whose fused tree reads a matmul/conv2d
+    // used only there, of the same shape, computes that tail inside the kernel's epilogue.
     let mut absorbed = vec![false; n];
+    let mut anchor_of: Vec<Option<NodeId>> = vec![None; n];
+    if config.fusion {
+        for i in 0..n {
+            let node = &graph.nodes[i];
+            if !live[i] || !materialised[i] || node.poisoned || !node.op.is_elementwise() || node.shape.is_empty() {
+                continue;
+            }
+            let mut tree = Vec::new();
+            collect_tree(graph, NodeId(i), &materialised, &mut tree);
+            if tree.iter().any(|t| t.0 != i && uses[t.0] != 1) {
+                continue;
+            }
+            let leaves = tree_leaves(graph, NodeId(i), &materialised);
+            let anchor = leaves.iter().copied().find(|&l| {
+                let ln = graph.node(l);
+                matches!(ln.op, Op::MatMul | Op::Conv2d { .. })
+                    && uses[l.0] == 1
+                    && !pinned[l.0]
+                    && ln.region == node.region
+                    && ln.shape == node.shape
+                    && ln.dtype == node.dtype
+                    && !absorbed[l.0]
+            });
+            if let Some(a) = anchor {
+                absorbed[a.0] = true;
+                anchor_of[i] = Some(a);
+            }
+        }
+    }
+
+    // Build groups in program order.
     let mut groups: Vec<Group> = Vec::new();
     let mut group_of = vec![None; n];
     let mut cond_seen = vec![false; graph.conds.len()];
@@ -219,27 +251,13 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                 let mut tree = Vec::new();
                 collect_tree(graph, id, &materialised, &mut tree);
                 group.kind = if node.shape.is_empty() { GroupKind::Scalar } else { GroupKind::Elementwise };
-                if config.fusion && !node.shape.is_empty() {
-                    let leaves = tree_leaves(graph, id, &materialised);
-                    let anchor = leaves.iter().copied().find(|&l| {
-                        let ln = graph.node(l);
-                        matches!(ln.op, Op::MatMul | Op::Conv2d { .. })
-                            && uses[l.0] == 1
-                            && !pinned[l.0]
-                            && ln.region == node.region
-                            && ln.shape == node.shape
-                            && ln.dtype == node.dtype
-                            && !absorbed[l.0]
-                    });
-                    if let Some(a) = anchor {
-                        absorbed[a.0] = true;
-                        group.kind = if matches!(graph.node(a).op, Op::MatMul) { GroupKind::MatMul } else { GroupKind::Conv2d };
-                        group.anchor = Some(a);
-                        group_of[a.0] = Some(group.id);
-                        let mut nodes = vec![a];
-                        nodes.extend(tree);
-                        tree = nodes;
-                    }
+                if let Some(a) = anchor_of[i] {
+                    group.kind = if matches!(graph.node(a).op, Op::MatMul) { GroupKind::MatMul } else { GroupKind::Conv2d };
+                    group.anchor = Some(a);
+                    group_of[a.0] = Some(group.id);
+                    let mut nodes = vec![a];
+                    nodes.extend(tree);
+                    tree = nodes;
                 }
                 group.nodes = tree;
             }
