@@ -7,21 +7,23 @@
 
 pub use graph_macro::graph;
 pub use graph_runtime::eager;
-pub use graph_runtime::{BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
 pub use graph_runtime::profile::ProfileReport;
 pub use graph_runtime::session::{Session, SessionConfig};
+pub use graph_runtime::{
+    BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region,
+};
 pub use graph_runtime::{Element, Error, Float, Numeric};
 pub use ndarray;
 
 /// Everything a `#[graph]` user needs: the macro, `Tensor`, the op names and ndarray's array types.
 pub mod prelude {
     pub use crate::graph;
+    pub use crate::ops::*;
     pub use crate::{Error, Session, SessionConfig};
     pub use ndarray::{
         arr0, arr1, arr2, arr3, Array, Array0, Array1, Array2, Array3, Array4, Array5, ArrayD,
         ArrayView, ArrayView0, ArrayView1, ArrayView2, ArrayView3, ArrayView4, ArrayViewD, Axis,
     };
-    pub use crate::ops::*;
 }
 
 pub mod ops;
@@ -29,8 +31,8 @@ pub mod ops;
 /// Items the code emitted by `#[graph]` refers to; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use graph_runtime::*;
     pub use graph_runtime::multiversion;
+    pub use graph_runtime::*;
     pub use ndarray;
     pub use rayon;
 }

@@ -3,13 +3,26 @@
 use grafo::prelude::*;
 
 #[graph]
-fn mlp(x: Tensor<f32, B, 784>, w1: Tensor<f32, 784, 512>, b1: Tensor<f32, 512>, w2: Tensor<f32, 512, 10>, b2: Tensor<f32, 10>) -> Tensor<f32, B, 10> {
+fn mlp(
+    x: Tensor<f32, B, 784>,
+    w1: Tensor<f32, 784, 512>,
+    b1: Tensor<f32, 512>,
+    w2: Tensor<f32, 512, 10>,
+    b2: Tensor<f32, 10>,
+) -> Tensor<f32, B, 10> {
     let h = relu(matmul(x, w1) + b1);
     softmax(matmul(h, w2) + b2, -1)
 }
 
 #[graph]
-fn convnet(x: Tensor<f32, B, H, W, 3>, k0: Tensor<f32, 3, 3, 3, 16>, b0: Tensor<f32, 16>, k1: Tensor<f32, 3, 3, 16, 16>, b1: Tensor<f32, 16>, limit: Tensor<f32>) -> Tensor<f32, B, H, W, 16> {
+fn convnet(
+    x: Tensor<f32, B, H, W, 3>,
+    k0: Tensor<f32, 3, 3, 3, 16>,
+    b0: Tensor<f32, 16>,
+    k1: Tensor<f32, 3, 3, 16, 16>,
+    b1: Tensor<f32, 16>,
+    limit: Tensor<f32>,
+) -> Tensor<f32, B, H, W, 16> {
     let mut y = conv2d(x, k0, 1, SAME) + b0;
     if norm(y) < limit {
         y = conv2d(y, k1, 1, SAME) + b1;
@@ -18,7 +31,11 @@ fn convnet(x: Tensor<f32, B, H, W, 3>, k0: Tensor<f32, 3, 3, 3, 16>, b0: Tensor<
 }
 
 #[graph]
-fn layernorm(x: Tensor<f32, N, 1024>, gamma: Tensor<f32, 1024>, beta: Tensor<f32, 1024>) -> Tensor<f32, N, 1024> {
+fn layernorm(
+    x: Tensor<f32, N, 1024>,
+    gamma: Tensor<f32, 1024>,
+    beta: Tensor<f32, 1024>,
+) -> Tensor<f32, N, 1024> {
     let mean = reduce_mean(x, -1, true);
     let d = x - mean;
     let var = reduce_mean(d * d, -1, true);

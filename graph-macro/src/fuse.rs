@@ -39,7 +39,9 @@ pub fn classify(leaf: &[Dim], out: &[Dim], split: usize) -> Option<LeafClass> {
     }
     let r = out.len();
     let one = Dim::Const(1);
-    let padded: Vec<Dim> = std::iter::repeat_n(one.clone(), r - leaf.len()).chain(leaf.iter().cloned()).collect();
+    let padded: Vec<Dim> = std::iter::repeat_n(one.clone(), r - leaf.len())
+        .chain(leaf.iter().cloned())
+        .collect();
     let inner_eq = padded[split..] == out[split..];
     let inner_one = padded[split..].iter().all(|d| *d == one);
     let outer_one = padded[..split].iter().all(|d| *d == one);
@@ -131,7 +133,11 @@ fn is_leaf_scalar_const(op: &Op) -> bool {
 /// Fuses the live part of `graph`.
 pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     let n = graph.nodes.len();
-    let live = if config.dce { crate::passes::dce::live_nodes(graph) } else { all_nodes(graph) };
+    let live = if config.dce {
+        crate::passes::dce::live_nodes(graph)
+    } else {
+        all_nodes(graph)
+    };
     let mut uses = vec![0usize; n];
     let mut users: Vec<Vec<NodeId>> = vec![Vec::new(); n];
     for (i, node) in graph.nodes.iter().enumerate() {
@@ -173,7 +179,12 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             cost[i] = 1;
             continue;
         }
-        let c = 1 + node.inputs.iter().filter(|x| !materialised[x.0]).map(|x| cost[x.0]).sum::<usize>();
+        let c = 1 + node
+            .inputs
+            .iter()
+            .filter(|x| !materialised[x.0])
+            .map(|x| cost[x.0])
+            .sum::<usize>();
         cost[i] = c;
         let expensive = subtree_has_transcendental(graph, NodeId(i), &materialised);
         let fusable_users = users[i].iter().all(|&u| {
@@ -184,7 +195,9 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                         let split = reduction_split(graph, u);
                         let mut leaves = tree_leaves(graph, NodeId(i), &materialised);
                         leaves.retain(|l| !is_leaf_scalar_const(&graph.node(*l).op));
-                        leaves.iter().all(|l| classify(&graph.node(*l).shape, &node.shape, split).is_some())
+                        leaves
+                            .iter()
+                            .all(|l| classify(&graph.node(*l).shape, &node.shape, split).is_some())
                     })
         });
         let inline = fusable_users && (uses[i] == 1 || (c <= 3 && !expensive));
@@ -198,7 +211,12 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     if config.fusion {
         for i in 0..n {
             let node = &graph.nodes[i];
-            if !live[i] || !materialised[i] || node.poisoned || !node.op.is_elementwise() || node.shape.is_empty() {
+            if !live[i]
+                || !materialised[i]
+                || node.poisoned
+                || !node.op.is_elementwise()
+                || node.shape.is_empty()
+            {
                 continue;
             }
             let mut tree = Vec::new();
@@ -234,7 +252,16 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             continue;
         }
         let id = NodeId(i);
-        let mut group = Group { id: groups.len(), kind: GroupKind::Elementwise, root: id, nodes: vec![], anchor: None, producer: None, region: node.region, cond: None };
+        let mut group = Group {
+            id: groups.len(),
+            kind: GroupKind::Elementwise,
+            root: id,
+            nodes: vec![],
+            anchor: None,
+            producer: None,
+            region: node.region,
+            cond: None,
+        };
         match &node.op {
             Op::Input { .. } => continue,
             Op::CondOut { cond, .. } => {
@@ -250,9 +277,17 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             op if op.is_elementwise() => {
                 let mut tree = Vec::new();
                 collect_tree(graph, id, &materialised, &mut tree);
-                group.kind = if node.shape.is_empty() { GroupKind::Scalar } else { GroupKind::Elementwise };
+                group.kind = if node.shape.is_empty() {
+                    GroupKind::Scalar
+                } else {
+                    GroupKind::Elementwise
+                };
                 if let Some(a) = anchor_of[i] {
-                    group.kind = if matches!(graph.node(a).op, Op::MatMul) { GroupKind::MatMul } else { GroupKind::Conv2d };
+                    group.kind = if matches!(graph.node(a).op, Op::MatMul) {
+                        GroupKind::MatMul
+                    } else {
+                        GroupKind::Conv2d
+                    };
                     group.anchor = Some(a);
                     group_of[a.0] = Some(group.id);
                     let mut nodes = vec![a];
@@ -305,7 +340,13 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         }
         groups.push(group);
     }
-    Plan { live, materialised, uses, groups, group_of }
+    Plan {
+        live,
+        materialised,
+        uses,
+        groups,
+        group_of,
+    }
 }
 
 fn all_nodes(graph: &Graph) -> Vec<bool> {
@@ -325,7 +366,9 @@ fn all_nodes(graph: &Graph) -> Vec<bool> {
 fn region_alive(graph: &Graph, r: Region) -> bool {
     match r {
         Region::Main => true,
-        Region::Arm { cond, .. } => !graph.conds[cond.0].removed && region_alive(graph, graph.conds[cond.0].region),
+        Region::Arm { cond, .. } => {
+            !graph.conds[cond.0].removed && region_alive(graph, graph.conds[cond.0].region)
+        }
     }
 }
 
@@ -336,7 +379,14 @@ pub fn reduction_can_fuse(graph: &Graph, r: NodeId) -> bool {
     let rank = input.shape.len();
     match &node.op {
         Op::Norm => rank > 0,
-        Op::Reduce { axes, .. } => rank > 0 && !axes.is_empty() && axes.iter().enumerate().all(|(i, &a)| a == rank - axes.len() + i),
+        Op::Reduce { axes, .. } => {
+            rank > 0
+                && !axes.is_empty()
+                && axes
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &a)| a == rank - axes.len() + i)
+        }
         _ => false,
     }
 }
@@ -353,8 +403,13 @@ pub fn reduction_split(graph: &Graph, r: NodeId) -> usize {
 
 fn subtree_has_transcendental(graph: &Graph, id: NodeId, materialised: &[bool]) -> bool {
     let n = graph.node(id);
-    let own = matches!(n.op, Op::Unary(u) if u.needs_float()) || matches!(n.op, Op::Binary(BinaryOp::Pow));
-    own || n.inputs.iter().any(|&x| !materialised[x.0] && graph.node(x).op.is_elementwise() && subtree_has_transcendental(graph, x, materialised))
+    let own = matches!(n.op, Op::Unary(u) if u.needs_float())
+        || matches!(n.op, Op::Binary(BinaryOp::Pow));
+    own || n.inputs.iter().any(|&x| {
+        !materialised[x.0]
+            && graph.node(x).op.is_elementwise()
+            && subtree_has_transcendental(graph, x, materialised)
+    })
 }
 
 /// The nodes of the fused expression rooted at `id` (inlined ones), operands first, root last.

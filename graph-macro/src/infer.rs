@@ -13,8 +13,16 @@ pub fn broadcast(op: &str, a: &[Dim], b: &[Dim]) -> Result<Shape, String> {
     let rank = a.len().max(b.len());
     let mut out = Vec::with_capacity(rank);
     for i in 0..rank {
-        let da = if i + a.len() >= rank { Some(&a[i + a.len() - rank]) } else { None };
-        let db = if i + b.len() >= rank { Some(&b[i + b.len() - rank]) } else { None };
+        let da = if i + a.len() >= rank {
+            Some(&a[i + a.len() - rank])
+        } else {
+            None
+        };
+        let db = if i + b.len() >= rank {
+            Some(&b[i + b.len() - rank])
+        } else {
+            None
+        };
         let d = match (da, db) {
             (Some(x), None) | (None, Some(x)) => x.clone(),
             (Some(x), Some(y)) if x == y => x.clone(),
@@ -76,7 +84,10 @@ pub fn unary(op: &str, needs_float: bool, x: (DType, &[Dim])) -> Inferred {
         ));
     }
     if x.0 == DType::Bool {
-        return Err(format!("`{op}` needs a number, found {}", type_str(x.0, x.1)));
+        return Err(format!(
+            "`{op}` needs a number, found {}",
+            type_str(x.0, x.1)
+        ));
     }
     Ok((x.0, x.1.to_vec()))
 }
@@ -84,7 +95,10 @@ pub fn unary(op: &str, needs_float: bool, x: (DType, &[Dim])) -> Inferred {
 /// `select(cond, a, b)`: bool condition, same-dtype branches, three-way broadcast.
 pub fn select(c: (DType, &[Dim]), a: (DType, &[Dim]), b: (DType, &[Dim])) -> Inferred {
     if c.0 != DType::Bool {
-        return Err(format!("`select` needs a bool condition, found {}; compare first (`x > 0.0`)", type_str(c.0, c.1)));
+        return Err(format!(
+            "`select` needs a bool condition, found {}; compare first (`x > 0.0`)",
+            type_str(c.0, c.1)
+        ));
     }
     let dt = same_dtype("select", a.0, b.0, a.1, b.1)?;
     let ab = broadcast("select", a.1, b.1)?;
@@ -100,7 +114,12 @@ pub fn select(c: (DType, &[Dim]), a: (DType, &[Dim]), b: (DType, &[Dim])) -> Inf
 }
 
 /// Normalises axes (negative count from the end), checking range and duplicates.
-pub fn normalize_axes(op: &str, axes: &[i64], rank: usize, shape: &[Dim]) -> Result<Vec<usize>, String> {
+pub fn normalize_axes(
+    op: &str,
+    axes: &[i64],
+    rank: usize,
+    shape: &[Dim],
+) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     for &a in axes {
         let n = if a < 0 { a + rank as i64 } else { a };
@@ -124,7 +143,10 @@ pub fn normalize_axes(op: &str, axes: &[i64], rank: usize, shape: &[Dim]) -> Res
 /// Reductions: the shape without (or with size-1) reduced axes.
 pub fn reduce(op: &str, x: (DType, &[Dim]), axes: &[usize], keep_dims: bool) -> Inferred {
     if x.0 == DType::Bool {
-        return Err(format!("`{op}` needs a number, found {}", type_str(x.0, x.1)));
+        return Err(format!(
+            "`{op}` needs a number, found {}",
+            type_str(x.0, x.1)
+        ));
     }
     let mut shape = Vec::new();
     for (i, d) in x.1.iter().enumerate() {
@@ -185,14 +207,23 @@ pub fn matmul(a: (DType, &[Dim]), b: (DType, &[Dim])) -> Inferred {
 pub fn conv2d(x: (DType, &[Dim]), k: (DType, &[Dim]), stride: usize, padding: Padding) -> Inferred {
     let dt = same_dtype("conv2d", x.0, k.0, x.1, k.1)?;
     if !dt.is_float() {
-        return Err(format!("`conv2d` needs float tensors, found {}", type_str(x.0, x.1)));
+        return Err(format!(
+            "`conv2d` needs float tensors, found {}",
+            type_str(x.0, x.1)
+        ));
     }
     let (sx, sk) = (x.1, k.1);
     if sx.len() != 4 {
-        return Err(format!("`conv2d` input must be rank 4 (NHWC), found {}", shape_str(sx)));
+        return Err(format!(
+            "`conv2d` input must be rank 4 (NHWC), found {}",
+            shape_str(sx)
+        ));
     }
     if sk.len() != 4 {
-        return Err(format!("`conv2d` kernel must be rank 4 (HWIO), found {}", shape_str(sk)));
+        return Err(format!(
+            "`conv2d` kernel must be rank 4 (HWIO), found {}",
+            shape_str(sk)
+        ));
     }
     if sx[3] != sk[2] {
         return Err(format!(
@@ -257,7 +288,10 @@ pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
     let known: Vec<Dim> = target.iter().flatten().cloned().collect();
     let to = Monomial::of(&known);
     let shown = || {
-        let parts: Vec<String> = target.iter().map(|d| d.as_ref().map_or("-1".to_string(), |d| d.to_string())).collect();
+        let parts: Vec<String> = target
+            .iter()
+            .map(|d| d.as_ref().map_or("-1".to_string(), |d| d.to_string()))
+            .collect();
         format!("[{}]", parts.join(", "))
     };
     match unknown.len() {
@@ -278,10 +312,20 @@ pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
                     Some(p) => {
                         rest.remove(p);
                     }
-                    None => return Err(format!("`reshape` cannot infer -1: input is {}, target is {}", shape_str(x), shown())),
+                    None => {
+                        return Err(format!(
+                            "`reshape` cannot infer -1: input is {}, target is {}",
+                            shape_str(x),
+                            shown()
+                        ))
+                    }
                 }
             }
-            if to.coef == 0 || from.coef % to.coef != 0 || rest.len() > 1 || (rest.len() == 1 && from.coef / to.coef != 1) {
+            if to.coef == 0
+                || from.coef % to.coef != 0
+                || rest.len() > 1
+                || (rest.len() == 1 && from.coef / to.coef != 1)
+            {
                 return Err(format!(
                     "`reshape` cannot infer -1: input is {} ({from} elements), target is {}",
                     shape_str(x),
@@ -292,17 +336,31 @@ pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
                 Some(s) => Dim::Sym(s),
                 None => Dim::Const(from.coef / to.coef),
             };
-            Ok(target.iter().map(|d| d.clone().unwrap_or_else(|| dim.clone())).collect())
+            Ok(target
+                .iter()
+                .map(|d| d.clone().unwrap_or_else(|| dim.clone()))
+                .collect())
         }
-        _ => Err(format!("`reshape` takes at most one -1, target is {}", shown())),
+        _ => Err(format!(
+            "`reshape` takes at most one -1, target is {}",
+            shown()
+        )),
     }
 }
 
 /// `transpose(x, perm)`: perm must be a permutation of the axes.
 pub fn transpose(x: &[Dim], perm: &[usize]) -> Result<Shape, String> {
     let mut seen = vec![false; x.len()];
-    if perm.len() != x.len() || perm.iter().any(|&p| p >= x.len() || std::mem::replace(&mut seen[p], true)) {
-        return Err(format!("`transpose` permutation {perm:?} is not a permutation of the {} axes of {}", x.len(), shape_str(x)));
+    if perm.len() != x.len()
+        || perm
+            .iter()
+            .any(|&p| p >= x.len() || std::mem::replace(&mut seen[p], true))
+    {
+        return Err(format!(
+            "`transpose` permutation {perm:?} is not a permutation of the {} axes of {}",
+            x.len(),
+            shape_str(x)
+        ));
     }
     Ok(perm.iter().map(|&p| x[p].clone()).collect())
 }

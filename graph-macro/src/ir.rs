@@ -248,7 +248,10 @@ impl UnaryOp {
 
     /// Whether the op needs a float operand (transcendentals) rather than any number.
     pub fn needs_float(self) -> bool {
-        !matches!(self, UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Neg)
+        !matches!(
+            self,
+            UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Neg
+        )
     }
 }
 
@@ -348,11 +351,18 @@ impl AssertKind {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// Tensor parameter number `param`.
-    Input { param: usize },
+    Input {
+        param: usize,
+    },
     /// A host (plain Rust) value used as a scalar operand: the Rust expression, cast to the node's dtype.
-    Host { expr: String },
+    Host {
+        expr: String,
+    },
     /// A scalar constant; `weak` literals take the dtype of the other operand.
-    Const { value: Scalar, weak: bool },
+    Const {
+        value: Scalar,
+        weak: bool,
+    },
     /// `zeros`, `ones`, `fill`: a tensor of the node's shape filled with the scalar input.
     Fill,
     Unary(UnaryOp),
@@ -360,17 +370,35 @@ pub enum Op {
     Compare(CmpOp),
     Select,
     Cast,
-    Reduce { kind: ReduceKind, axes: Vec<usize>, keep_dims: bool },
+    Reduce {
+        kind: ReduceKind,
+        axes: Vec<usize>,
+        keep_dims: bool,
+    },
     Norm,
     MatMul,
-    Transpose { perm: Vec<usize> },
+    Transpose {
+        perm: Vec<usize>,
+    },
     Reshape,
-    Conv2d { stride: usize, padding: Padding },
+    Conv2d {
+        stride: usize,
+        padding: Padding,
+    },
     BiasAdd,
-    Softmax { axis: usize, log: bool },
-    Assert { kind: AssertKind, message: String },
+    Softmax {
+        axis: usize,
+        log: bool,
+    },
+    Assert {
+        kind: AssertKind,
+        message: String,
+    },
     /// Output `index` of cond `cond`.
-    CondOut { cond: CondId, index: usize },
+    CondOut {
+        cond: CondId,
+        index: usize,
+    },
 }
 
 impl Op {

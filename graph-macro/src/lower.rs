@@ -20,7 +20,11 @@ enum Value {
     Tensor(NodeId),
     Tuple(Vec<Value>),
     /// A host-only value (parameter or const): usable in host `if` conditions and as a scalar operand.
-    Host { tokens: TokenStream, dtype: DType, node: Option<NodeId> },
+    Host {
+        tokens: TokenStream,
+        dtype: DType,
+        node: Option<NodeId>,
+    },
     /// A statement-like expression with no value (`assert_*`, `if` without a value).
     Unit,
 }
@@ -54,7 +58,13 @@ pub struct Lowered {
 }
 
 /// Lowers `body` with the parameters of `params`; outputs are checked against `outputs`.
-pub fn lower(params: &[Param], outputs: &[OutputDecl], body: &syn::Block, fn_span: Span, diag: &mut Diagnostics) -> Lowered {
+pub fn lower(
+    params: &[Param],
+    outputs: &[OutputDecl],
+    body: &syn::Block,
+    fn_span: Span,
+    diag: &mut Diagnostics,
+) -> Lowered {
     let mut lw = Lowerer {
         graph: Graph::default(),
         diag,
@@ -75,13 +85,27 @@ pub fn lower(params: &[Param], outputs: &[OutputDecl], body: &syn::Block, fn_spa
                         }
                     }
                 }
-                let id = lw.push(Op::Input { param: i }, vec![], t.dtype, t.shape.clone(), t.span);
+                let id = lw.push(
+                    Op::Input { param: i },
+                    vec![],
+                    t.dtype,
+                    t.shape.clone(),
+                    t.span,
+                );
                 lw.graph.node_mut(id).name = Some(t.name.to_string());
                 lw.bind(&t.name.to_string(), Value::Tensor(id), false);
             }
             Param::Host(h) => {
                 let name = &h.name;
-                lw.bind(&name.to_string(), Value::Host { tokens: quote!(#name), dtype: h.dtype, node: None }, false);
+                lw.bind(
+                    &name.to_string(),
+                    Value::Host {
+                        tokens: quote!(#name),
+                        dtype: h.dtype,
+                        node: None,
+                    },
+                    false,
+                );
             }
         }
     }
@@ -89,14 +113,20 @@ pub fn lower(params: &[Param], outputs: &[OutputDecl], body: &syn::Block, fn_spa
     lw.graph.effects = std::mem::take(&mut lw.effects);
     let ret_span = body.stmts.last().map_or(fn_span, |s| s.span());
     let values: Vec<Value> = match (&result, outputs.len()) {
-        (Value::Tuple(vs), n) if n != 1 || matches!(vs.first(), Some(Value::Tuple(_))) => vs.clone(),
+        (Value::Tuple(vs), n) if n != 1 || matches!(vs.first(), Some(Value::Tuple(_))) => {
+            vs.clone()
+        }
         (v, _) => vec![v.clone()],
     };
     if !outputs.is_empty() {
         if values.len() != outputs.len() {
             lw.diag.error(
                 ret_span,
-                format!("the function declares {} result(s) but the body returns {}", outputs.len(), values.len()),
+                format!(
+                    "the function declares {} result(s) but the body returns {}",
+                    outputs.len(),
+                    values.len()
+                ),
             );
         } else {
             for (i, (v, decl)) in values.iter().zip(outputs).enumerate() {
@@ -105,7 +135,11 @@ pub fn lower(params: &[Param], outputs: &[OutputDecl], body: &syn::Block, fn_spa
                         let id = lw.resolve_weak_to(id, decl.dtype, ret_span);
                         let n = lw.graph.node(id);
                         if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
-                            let what = if outputs.len() == 1 { "the result".to_string() } else { format!("result {i}") };
+                            let what = if outputs.len() == 1 {
+                                "the result".to_string()
+                            } else {
+                                format!("result {i}")
+                            };
                             let msg = format!(
                                 "{what} is declared {} but the body returns {}",
                                 type_str(decl.dtype, &decl.shape),
@@ -128,12 +162,38 @@ fn line_of(span: Span) -> u32 {
 }
 
 impl Lowerer<'_> {
-    fn push(&mut self, op: Op, inputs: Vec<NodeId>, dtype: DType, shape: Shape, span: Span) -> NodeId {
-        self.graph.push(Node { op, inputs, dtype, shape, span, line: line_of(span), name: None, region: self.region, poisoned: false })
+    fn push(
+        &mut self,
+        op: Op,
+        inputs: Vec<NodeId>,
+        dtype: DType,
+        shape: Shape,
+        span: Span,
+    ) -> NodeId {
+        self.graph.push(Node {
+            op,
+            inputs,
+            dtype,
+            shape,
+            span,
+            line: line_of(span),
+            name: None,
+            region: self.region,
+            poisoned: false,
+        })
     }
 
     fn poisoned(&mut self, span: Span) -> NodeId {
-        let id = self.push(Op::Const { value: Scalar::Float(0.0), weak: false }, vec![], DType::F32, vec![], span);
+        let id = self.push(
+            Op::Const {
+                value: Scalar::Float(0.0),
+                weak: false,
+            },
+            vec![],
+            DType::F32,
+            vec![],
+            span,
+        );
         self.graph.node_mut(id).poisoned = true;
         id
     }
@@ -163,11 +223,18 @@ impl Lowerer<'_> {
                 n.name = Some(name.to_string());
             }
         }
-        self.scopes.last_mut().expect("a scope").insert(name.to_string(), Binding { value, mutable });
+        self.scopes
+            .last_mut()
+            .expect("a scope")
+            .insert(name.to_string(), Binding { value, mutable });
     }
 
     fn lookup(&self, name: &str) -> Option<(usize, &Binding)> {
-        self.scopes.iter().enumerate().rev().find_map(|(d, s)| s.get(name).map(|b| (d, b)))
+        self.scopes
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(d, s)| s.get(name).map(|b| (d, b)))
     }
 
     fn assign(&mut self, name: &str, value: Value, span: Span) {
@@ -199,7 +266,10 @@ impl Lowerer<'_> {
     // ----- weak literals -------------------------------------------------------------------
 
     fn is_weak(&self, id: NodeId) -> bool {
-        matches!(self.graph.node(id).op, Op::Const { weak: true, .. } | Op::Host { .. })
+        matches!(
+            self.graph.node(id).op,
+            Op::Const { weak: true, .. } | Op::Host { .. }
+        )
     }
 
     /// A copy of weak node `id` typed as `dtype`; a float literal cannot become an integer.
@@ -215,21 +285,47 @@ impl Lowerer<'_> {
                     return self.poisoned(span);
                 }
                 if dtype == DType::Bool {
-                    self.diag.error(n.span, format!("the literal `{value}` is a number but the other operand is bool"));
+                    self.diag.error(
+                        n.span,
+                        format!("the literal `{value}` is a number but the other operand is bool"),
+                    );
                     return self.poisoned(span);
                 }
-                self.push(Op::Const { value: value.convert(dtype), weak: false }, vec![], dtype, vec![], n.span)
+                self.push(
+                    Op::Const {
+                        value: value.convert(dtype),
+                        weak: false,
+                    },
+                    vec![],
+                    dtype,
+                    vec![],
+                    n.span,
+                )
             }
             Op::Host { ref expr } => {
-                if n.dtype == DType::Bool && dtype != DType::Bool || n.dtype != DType::Bool && dtype == DType::Bool {
-                    self.diag.error(n.span, format!("the host value is {} but the other operand is {dtype}", n.dtype));
+                if n.dtype == DType::Bool && dtype != DType::Bool
+                    || n.dtype != DType::Bool && dtype == DType::Bool
+                {
+                    self.diag.error(
+                        n.span,
+                        format!(
+                            "the host value is {} but the other operand is {dtype}",
+                            n.dtype
+                        ),
+                    );
                     return self.poisoned(span);
                 }
                 if n.dtype.is_float() && !dtype.is_float() {
                     self.diag.error(n.span, format!("the host value is a float ({}) but the other operand is {dtype}; use an integer host value", n.dtype));
                     return self.poisoned(span);
                 }
-                let id = self.push(Op::Host { expr: expr.clone() }, vec![], dtype, vec![], n.span);
+                let id = self.push(
+                    Op::Host { expr: expr.clone() },
+                    vec![],
+                    dtype,
+                    vec![],
+                    n.span,
+                );
                 self.graph.node_mut(id).name = n.name.clone();
                 id
             }
@@ -322,10 +418,16 @@ impl Lowerer<'_> {
                     return;
                 }
             }
-            self.diag.error(c.expr.span(), "a `const` in a `#[graph]` body must be a literal");
+            self.diag.error(
+                c.expr.span(),
+                "a `const` in a `#[graph]` body must be a literal",
+            );
             return;
         }
-        self.diag.error(item.span(), "items other than `const NAME: T = literal;` are not supported in a `#[graph]` body");
+        self.diag.error(
+            item.span(),
+            "items other than `const NAME: T = literal;` are not supported in a `#[graph]` body",
+        );
     }
 
     fn lower_let(&mut self, local: &syn::Local) {
@@ -334,7 +436,10 @@ impl Lowerer<'_> {
             return;
         };
         if let Some((_, d)) = &init.diverge {
-            self.diag.error(d.span(), "`let ... else` is not supported in a `#[graph]` body");
+            self.diag.error(
+                d.span(),
+                "`let ... else` is not supported in a `#[graph]` body",
+            );
         }
         let mut value = self.lower_expr(&init.expr);
         let (pat, ty) = match &local.pat {
@@ -349,7 +454,9 @@ impl Lowerer<'_> {
 
     /// `let y: Tensor<f32, B, 10> = ...` checks the inferred type against the annotation.
     fn check_annotation(&mut self, value: Value, ty: &syn::Type, span: Span) -> Value {
-        let Some((dtype, shape)) = crate::signature::parse_tensor_type(ty, self.diag, "a `let` annotation") else {
+        let Some((dtype, shape)) =
+            crate::signature::parse_tensor_type(ty, self.diag, "a `let` annotation")
+        else {
             return value;
         };
         let Some(id) = self.tensor_of(&value, span, "an annotated `let`") else {
@@ -358,7 +465,11 @@ impl Lowerer<'_> {
         let id = self.resolve_weak_to(id, dtype, span);
         let n = self.graph.node(id);
         if !n.poisoned && (n.dtype != dtype || n.shape != shape) {
-            let msg = format!("the value is {} but the `let` declares {}", type_str(n.dtype, &n.shape), type_str(dtype, &shape));
+            let msg = format!(
+                "the value is {} but the `let` declares {}",
+                type_str(n.dtype, &n.shape),
+                type_str(dtype, &shape)
+            );
             self.diag.error(span, msg);
         }
         Value::Tensor(id)
@@ -400,7 +511,10 @@ impl Lowerer<'_> {
                         };
                         self.assign(&name, value, a.span());
                     }
-                    other => self.diag.error(other.span(), "only a plain variable can be assigned in a `#[graph]` body (`y = ...`)"),
+                    other => self.diag.error(
+                        other.span(),
+                        "only a plain variable can be assigned in a `#[graph]` body (`y = ...`)",
+                    ),
                 }
                 Value::Unit
             }
@@ -417,7 +531,8 @@ impl Lowerer<'_> {
             Pat::Ident(pi) => Some(pi.ident.to_string()),
             Pat::Wild(_) => None,
             other => {
-                self.diag.error(other.span(), "a `for` loop variable must be a plain name");
+                self.diag
+                    .error(other.span(), "a `for` loop variable must be a plain name");
                 return;
             }
         };
@@ -438,11 +553,16 @@ impl Lowerer<'_> {
                 }
             }
         };
-        let start = if range.start.is_some() { bound(self, &range.start) } else { Some(0) };
+        let start = if range.start.is_some() {
+            bound(self, &range.start)
+        } else {
+            Some(0)
+        };
         let end = bound(self, &range.end);
         let (Some(start), Some(mut end)) = (start, end) else {
             if range.end.is_none() {
-                self.diag.error(range.span(), "an unbounded `for` range cannot be unrolled");
+                self.diag
+                    .error(range.span(), "an unbounded `for` range cannot be unrolled");
             }
             return;
         };
@@ -457,7 +577,16 @@ impl Lowerer<'_> {
             self.scopes.push(HashMap::new());
             if let Some(var) = &var {
                 let span = f.pat.span();
-                let id = self.push(Op::Const { value: Scalar::Int(i), weak: true }, vec![], DType::I32, vec![], span);
+                let id = self.push(
+                    Op::Const {
+                        value: Scalar::Int(i),
+                        weak: true,
+                    },
+                    vec![],
+                    DType::I32,
+                    vec![],
+                    span,
+                );
                 self.bind(var, Value::Tensor(id), false);
                 self.consts.insert(format!("\0loop:{var}"), Scalar::Int(i));
             }
@@ -487,16 +616,29 @@ impl Lowerer<'_> {
     fn tensor_of(&mut self, v: &Value, span: Span, what: &str) -> Option<NodeId> {
         match v {
             Value::Tensor(id) => Some(*id),
-            Value::Host { dtype, node, tokens } => {
+            Value::Host {
+                dtype,
+                node,
+                tokens,
+            } => {
                 if let Some(n) = node {
                     return Some(*n);
                 }
-                let id = self.push(Op::Host { expr: tokens.to_string() }, vec![], *dtype, vec![], span);
+                let id = self.push(
+                    Op::Host {
+                        expr: tokens.to_string(),
+                    },
+                    vec![],
+                    *dtype,
+                    vec![],
+                    span,
+                );
                 self.graph.node_mut(id).name = Some(tokens.to_string());
                 Some(id)
             }
             Value::Tuple(_) => {
-                self.diag.error(span, format!("{what} must be a tensor, found a tuple"));
+                self.diag
+                    .error(span, format!("{what} must be a tensor, found a tuple"));
                 None
             }
             Value::Unit => {
@@ -520,14 +662,21 @@ impl Lowerer<'_> {
             Expr::Path(p) => self.lower_path(p),
             Expr::Paren(p) => self.lower_expr(&p.expr),
             Expr::Group(g) => self.lower_expr(&g.expr),
-            Expr::Block(b) if b.label.is_none() && b.unsafe_token_is_none() => self.lower_block(&b.block),
+            Expr::Block(b) if b.label.is_none() && b.unsafe_token_is_none() => {
+                self.lower_block(&b.block)
+            }
             Expr::Tuple(t) => Value::Tuple(t.elems.iter().map(|e| self.lower_expr(e)).collect()),
             Expr::Field(f) => {
                 let base = self.lower_expr(&f.base);
                 match (&f.member, base) {
-                    (syn::Member::Unnamed(i), Value::Tuple(vs)) if (i.index as usize) < vs.len() => vs[i.index as usize].clone(),
+                    (syn::Member::Unnamed(i), Value::Tuple(vs))
+                        if (i.index as usize) < vs.len() =>
+                    {
+                        vs[i.index as usize].clone()
+                    }
                     _ => {
-                        self.diag.error(f.span(), "field access is only supported on tuples (`t.0`)");
+                        self.diag
+                            .error(f.span(), "field access is only supported on tuples (`t.0`)");
                         Value::Tensor(self.poisoned(f.span()))
                     }
                 }
@@ -537,12 +686,17 @@ impl Lowerer<'_> {
             Expr::Call(c) => self.lower_call(c),
             Expr::If(i) => self.lower_if(i),
             Expr::Assign(_) | Expr::ForLoop(_) => {
-                self.diag.error(e.span(), "assignments and `for` loops are statements here; they have no value");
+                self.diag.error(
+                    e.span(),
+                    "assignments and `for` loops are statements here; they have no value",
+                );
                 Value::Unit
             }
             other => {
                 let what = match other {
-                    Expr::MethodCall(m) => format!("method calls (`.{}()`) are not supported", m.method),
+                    Expr::MethodCall(m) => {
+                        format!("method calls (`.{}()`) are not supported", m.method)
+                    }
                     Expr::Loop(_) => "`loop` is not supported".into(),
                     Expr::While(_) => "`while` is not supported".into(),
                     Expr::Match(_) => "`match` is not supported".into(),
@@ -551,9 +705,13 @@ impl Lowerer<'_> {
                     Expr::Macro(_) => "macros are not supported".into(),
                     Expr::Index(_) => "indexing is not supported".into(),
                     Expr::Reference(_) => "references are not supported".into(),
-                    Expr::Break(_) | Expr::Continue(_) => "`break` and `continue` are not supported".into(),
+                    Expr::Break(_) | Expr::Continue(_) => {
+                        "`break` and `continue` are not supported".into()
+                    }
                     Expr::Try(_) => "the `?` operator is not supported".into(),
-                    Expr::Array(_) => "array literals are only supported as shape or axis lists of an op".into(),
+                    Expr::Array(_) => {
+                        "array literals are only supported as shape or axis lists of an op".into()
+                    }
                     _ => "this expression is not supported".into(),
                 };
                 self.diag.error(
@@ -585,7 +743,12 @@ impl Lowerer<'_> {
                     "f32" => (Scalar::Float(v as f64), DType::F32, false),
                     "f64" => (Scalar::Float(v as f64), DType::F64, false),
                     s => {
-                        self.diag.error(span, format!("literal suffix `{s}` is not a tensor dtype (f32, f64, i32, i64)"));
+                        self.diag.error(
+                            span,
+                            format!(
+                                "literal suffix `{s}` is not a tensor dtype (f32, f64, i32, i64)"
+                            ),
+                        );
                         (Scalar::Int(v), DType::I32, true)
                     }
                 }
@@ -597,14 +760,18 @@ impl Lowerer<'_> {
                     "f32" => (Scalar::Float(v as f32 as f64), DType::F32, false),
                     "f64" => (Scalar::Float(v), DType::F64, false),
                     s => {
-                        self.diag.error(span, format!("literal suffix `{s}` is not a float dtype"));
+                        self.diag
+                            .error(span, format!("literal suffix `{s}` is not a float dtype"));
                         (Scalar::Float(v), DType::F32, true)
                     }
                 }
             }
             Lit::Bool(b) => (Scalar::Bool(b.value), DType::Bool, false),
             other => {
-                self.diag.error(other.span(), "only number and bool literals are values in a `#[graph]` body");
+                self.diag.error(
+                    other.span(),
+                    "only number and bool literals are values in a `#[graph]` body",
+                );
                 return Value::Tensor(self.poisoned(span));
             }
         };
@@ -614,7 +781,10 @@ impl Lowerer<'_> {
     fn lower_path(&mut self, p: &syn::ExprPath) -> Value {
         let span = p.span();
         let Some(id) = p.path.get_ident() else {
-            self.diag.error(span, "paths are not values in a `#[graph]` body; use a parameter or `let` name");
+            self.diag.error(
+                span,
+                "paths are not values in a `#[graph]` body; use a parameter or `let` name",
+            );
             return Value::Tensor(self.poisoned(span));
         };
         let name = id.to_string();
@@ -622,9 +792,21 @@ impl Lowerer<'_> {
             return match &b.value {
                 Value::Host { tokens, dtype, .. } => {
                     let (tokens, dtype) = (tokens.clone(), *dtype);
-                    let param_node = self.push(Op::Host { expr: tokens.to_string() }, vec![], dtype, vec![], span);
+                    let param_node = self.push(
+                        Op::Host {
+                            expr: tokens.to_string(),
+                        },
+                        vec![],
+                        dtype,
+                        vec![],
+                        span,
+                    );
                     self.graph.node_mut(param_node).name = Some(name);
-                    Value::Host { tokens, dtype, node: Some(param_node) }
+                    Value::Host {
+                        tokens,
+                        dtype,
+                        node: Some(param_node),
+                    }
                 }
                 v => v.clone(),
             };
@@ -636,7 +818,13 @@ impl Lowerer<'_> {
                 Scalar::Bool(_) => DType::Bool,
             };
             let weak = !matches!(v, Scalar::Bool(_));
-            return Value::Tensor(self.push(Op::Const { value: v, weak }, vec![], dtype, vec![], span));
+            return Value::Tensor(self.push(
+                Op::Const { value: v, weak },
+                vec![],
+                dtype,
+                vec![],
+                span,
+            ));
         }
         if self.symbols.contains(&name) {
             self.diag.error(span, format!("`{name}` is a symbolic dim; it is only usable in shapes (`reshape(x, [{name}, 784])`)"));
@@ -661,7 +849,13 @@ impl Lowerer<'_> {
                             return Value::Tensor(self.poisoned(span));
                         }
                     };
-                    return Value::Tensor(self.push(Op::Const { value, weak }, vec![], dt, vec![], span));
+                    return Value::Tensor(self.push(
+                        Op::Const { value, weak },
+                        vec![],
+                        dt,
+                        vec![],
+                        span,
+                    ));
                 }
                 let x = self.concrete(x);
                 let n = self.graph.node(x);
@@ -670,13 +864,21 @@ impl Lowerer<'_> {
             }
             UnOp::Not(_) => {
                 if let Some(tokens) = self.host_expr(&Expr::Unary(u.clone())) {
-                    return Value::Host { tokens, dtype: DType::Bool, node: None };
+                    return Value::Host {
+                        tokens,
+                        dtype: DType::Bool,
+                        node: None,
+                    };
                 }
-                self.diag.error(span, "`!` is not supported on tensors; use `select` or a comparison (`x == false`)");
+                self.diag.error(
+                    span,
+                    "`!` is not supported on tensors; use `select` or a comparison (`x == false`)",
+                );
                 Value::Tensor(self.poisoned(span))
             }
             _ => {
-                self.diag.error(span, "dereference is not supported in a `#[graph]` body");
+                self.diag
+                    .error(span, "dereference is not supported in a `#[graph]` body");
                 Value::Tensor(self.poisoned(span))
             }
         }
@@ -686,7 +888,11 @@ impl Lowerer<'_> {
         let span = b.span();
         if matches!(b.op, BinOp::And(_) | BinOp::Or(_)) {
             if let Some(tokens) = self.host_expr(&Expr::Binary(b.clone())) {
-                return Value::Host { tokens, dtype: DType::Bool, node: None };
+                return Value::Host {
+                    tokens,
+                    dtype: DType::Bool,
+                    node: None,
+                };
             }
             self.diag.error(span, "`&&` and `||` are only supported between host conditions; on tensors use `select` or `minimum`/`maximum` of casts");
             return Value::Tensor(self.poisoned(span));
@@ -721,10 +927,29 @@ impl Lowerer<'_> {
         }
         let (l, r) = self.coerce(l, r, span);
         // Two weak literals make a weak literal (JAX's rule), folded here so it stays weak.
-        if let (Op::Const { value: a, weak: true }, Op::Const { value: b, weak: true }) = (&self.graph.node(l).op, &self.graph.node(r).op) {
+        if let (
+            Op::Const {
+                value: a,
+                weak: true,
+            },
+            Op::Const {
+                value: b,
+                weak: true,
+            },
+        ) = (&self.graph.node(l).op, &self.graph.node(r).op)
+        {
             if let Some(v) = crate::passes::fold::fold_binary(op, *a, *b) {
                 let dt = self.graph.node(l).dtype;
-                return self.push(Op::Const { value: v, weak: true }, vec![], dt, vec![], span);
+                return self.push(
+                    Op::Const {
+                        value: v,
+                        weak: true,
+                    },
+                    vec![],
+                    dt,
+                    vec![],
+                    span,
+                );
             }
         }
         let (nl, nr) = (self.graph.node(l).clone(), self.graph.node(r).clone());
@@ -754,7 +979,13 @@ impl Lowerer<'_> {
                 let id = p.path.get_ident()?;
                 let name = id.to_string();
                 match self.lookup(&name) {
-                    Some((_, Binding { value: Value::Host { tokens, .. }, .. })) => Some(tokens.clone()),
+                    Some((
+                        _,
+                        Binding {
+                            value: Value::Host { tokens, .. },
+                            ..
+                        },
+                    )) => Some(tokens.clone()),
                     Some(_) => None,
                     None => {
                         let v = self.consts.get(&name)?;
@@ -792,7 +1023,9 @@ impl Lowerer<'_> {
                 Some(Scalar::Bool(b)) => Some(*b),
                 _ => None,
             },
-            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => self.host_literal_bool(&u.expr).map(|b| !b),
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
+                self.host_literal_bool(&u.expr).map(|b| !b)
+            }
             _ => None,
         }
     }
@@ -840,7 +1073,8 @@ impl Lowerer<'_> {
             removed: false,
         });
         let snapshot = self.snapshot();
-        let (then_val, then_assigned, then_vars, then_effects) = self.lower_arm(cond_id, true, |lw| lw.lower_block(&i.then_branch));
+        let (then_val, then_assigned, then_vars, then_effects) =
+            self.lower_arm(cond_id, true, |lw| lw.lower_block(&i.then_branch));
         self.restore(&snapshot);
         let (else_val, else_assigned, else_vars, else_effects) = match &i.else_branch {
             Some((_, e)) => self.lower_arm(cond_id, false, |lw| lw.lower_expr(e)),
@@ -859,9 +1093,20 @@ impl Lowerer<'_> {
         let mut else_outs = Vec::new();
         let mut out_names = Vec::new();
         for name in &names {
-            let outer = snapshot.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-            let tv = then_vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or_else(|| outer.clone());
-            let ev = else_vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).or(outer);
+            let outer = snapshot
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone());
+            let tv = then_vars
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .or_else(|| outer.clone());
+            let ev = else_vars
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+                .or(outer);
             match (tv, ev) {
                 (Some(Value::Tensor(t)), Some(Value::Tensor(e))) => {
                     then_outs.push(t);
@@ -911,7 +1156,11 @@ impl Lowerer<'_> {
             let (nt, ne) = (self.graph.node(t).clone(), self.graph.node(e).clone());
             let poisoned = nt.poisoned || ne.poisoned;
             if !poisoned && (nt.dtype != ne.dtype || nt.shape != ne.shape) {
-                let what = if out_names[k].is_empty() { "the value".to_string() } else { format!("`{}`", out_names[k]) };
+                let what = if out_names[k].is_empty() {
+                    "the value".to_string()
+                } else {
+                    format!("`{}`", out_names[k])
+                };
                 self.diag.error(
                     span,
                     format!(
@@ -921,7 +1170,16 @@ impl Lowerer<'_> {
                     ),
                 );
             }
-            let id = self.push(Op::CondOut { cond: cond_id, index: k }, vec![t, e], nt.dtype, nt.shape.clone(), span);
+            let id = self.push(
+                Op::CondOut {
+                    cond: cond_id,
+                    index: k,
+                },
+                vec![t, e],
+                nt.dtype,
+                nt.shape.clone(),
+                span,
+            );
             self.graph.node_mut(id).poisoned = poisoned;
             results.push(id);
         }
@@ -945,7 +1203,10 @@ impl Lowerer<'_> {
                 self.assign(name, Value::Tensor(results[k]), span);
             }
         }
-        let vals: Vec<Value> = results[results.len() - value_count..].iter().map(|&r| Value::Tensor(r)).collect();
+        let vals: Vec<Value> = results[results.len() - value_count..]
+            .iter()
+            .map(|&r| Value::Tensor(r))
+            .collect();
         match (value_count, &then_val) {
             (0, _) => Value::Unit,
             (_, Value::Tensor(_)) => vals.into_iter().next().unwrap_or(Value::Unit),
@@ -977,10 +1238,18 @@ impl Lowerer<'_> {
 
     /// Lowers one arm in its region; returns its value, the outer names it assigned with their final values, and its effects.
     #[allow(clippy::type_complexity)]
-    fn lower_arm(&mut self, cond: CondId, then_arm: bool, f: impl FnOnce(&mut Self) -> Value) -> (Value, Vec<String>, Vec<(String, Value)>, Vec<NodeId>) {
+    fn lower_arm(
+        &mut self,
+        cond: CondId,
+        then_arm: bool,
+        f: impl FnOnce(&mut Self) -> Value,
+    ) -> (Value, Vec<String>, Vec<(String, Value)>, Vec<NodeId>) {
         let saved_region = std::mem::replace(&mut self.region, Region::Arm { cond, then_arm });
         let saved_effects = std::mem::take(&mut self.effects);
-        self.arms.push(ArmFrame { base_depth: self.scopes.len(), assigned: vec![] });
+        self.arms.push(ArmFrame {
+            base_depth: self.scopes.len(),
+            assigned: vec![],
+        });
         let v = f(self);
         let frame = self.arms.pop().expect("pushed above");
         let vars: Vec<(String, Value)> = frame
@@ -1002,7 +1271,9 @@ impl Lowerer<'_> {
                 let seg = &p.path.segments[0];
                 let tf = match &seg.arguments {
                     syn::PathArguments::AngleBracketed(a) => match a.args.first() {
-                        Some(syn::GenericArgument::Type(syn::Type::Path(tp))) => tp.path.get_ident().map(|i| (i.to_string(), tp.span())),
+                        Some(syn::GenericArgument::Type(syn::Type::Path(tp))) => {
+                            tp.path.get_ident().map(|i| (i.to_string(), tp.span()))
+                        }
                         _ => None,
                     },
                     _ => None,
@@ -1017,7 +1288,10 @@ impl Lowerer<'_> {
         let args: Vec<&Expr> = c.args.iter().collect();
         let arity = |lw: &mut Self, lo: usize, hi: usize, usage: &str| -> bool {
             if args.len() < lo || args.len() > hi {
-                lw.diag.error(span, format!("`{name}` takes {usage}; found {} argument(s)", args.len()));
+                lw.diag.error(
+                    span,
+                    format!("`{name}` takes {usage}; found {} argument(s)", args.len()),
+                );
                 false
             } else {
                 true
@@ -1054,8 +1328,16 @@ impl Lowerer<'_> {
                 let (a, b) = (self.operand(args[1]), self.operand(args[2]));
                 let (a, b) = self.coerce(a, b, span);
                 let (a, b) = (self.concrete(a), self.concrete(b));
-                let (nc, na, nb) = (self.graph.node(cnd).clone(), self.graph.node(a).clone(), self.graph.node(b).clone());
-                let r = infer::select((nc.dtype, &nc.shape), (na.dtype, &na.shape), (nb.dtype, &nb.shape));
+                let (nc, na, nb) = (
+                    self.graph.node(cnd).clone(),
+                    self.graph.node(a).clone(),
+                    self.graph.node(b).clone(),
+                );
+                let r = infer::select(
+                    (nc.dtype, &nc.shape),
+                    (na.dtype, &na.shape),
+                    (nb.dtype, &nb.shape),
+                );
                 self.typed(Op::Select, vec![cnd, a, b], r, span)
             }
             "cast" => {
@@ -1064,16 +1346,31 @@ impl Lowerer<'_> {
                 }
                 let x = self.operand(args[0]);
                 let Some((tn, tspan)) = turbofish else {
-                    self.diag.error(span, "`cast` needs its target dtype: `cast::<f32>(x)`");
+                    self.diag
+                        .error(span, "`cast` needs its target dtype: `cast::<f32>(x)`");
                     return Value::Tensor(self.poisoned(span));
                 };
                 let Some(dt) = DType::from_name(&tn) else {
-                    self.diag.error(tspan, format!("unknown dtype `{tn}`: one of f32, f64, i32, i64, bool"));
+                    self.diag.error(
+                        tspan,
+                        format!("unknown dtype `{tn}`: one of f32, f64, i32, i64, bool"),
+                    );
                     return Value::Tensor(self.poisoned(span));
                 };
                 if self.is_weak(x) && !matches!(self.graph.node(x).op, Op::Host { .. }) {
-                    let Op::Const { value, .. } = self.graph.node(x).op else { unreachable!("weak nodes are constants") };
-                    return Value::Tensor(self.push(Op::Const { value: value.convert(dt), weak: false }, vec![], dt, vec![], span));
+                    let Op::Const { value, .. } = self.graph.node(x).op else {
+                        unreachable!("weak nodes are constants")
+                    };
+                    return Value::Tensor(self.push(
+                        Op::Const {
+                            value: value.convert(dt),
+                            weak: false,
+                        },
+                        vec![],
+                        dt,
+                        vec![],
+                        span,
+                    ));
                 }
                 let shape = self.graph.node(x).shape.clone();
                 self.typed(Op::Cast, vec![x], Ok((dt, shape)), span)
@@ -1103,7 +1400,10 @@ impl Lowerer<'_> {
                     Some(e) => match self.host_literal_bool(e) {
                         Some(b) => b,
                         None => {
-                            self.diag.error(e.span(), "`keep_dims` must be the literal `true` or `false`");
+                            self.diag.error(
+                                e.span(),
+                                "`keep_dims` must be the literal `true` or `false`",
+                            );
                             false
                         }
                     },
@@ -1112,9 +1412,22 @@ impl Lowerer<'_> {
                     return Value::Tensor(self.poisoned(span));
                 }
                 let r = infer::normalize_axes(kind.name(), &axes_raw, n.shape.len(), &n.shape)
-                    .and_then(|axes| infer::reduce(kind.name(), (n.dtype, &n.shape), &axes, keep).map(|t| (axes, t)));
+                    .and_then(|axes| {
+                        infer::reduce(kind.name(), (n.dtype, &n.shape), &axes, keep)
+                            .map(|t| (axes, t))
+                    });
                 match r {
-                    Ok((axes, (dt, shape))) => self.push(Op::Reduce { kind, axes, keep_dims: keep }, vec![x], dt, shape, span),
+                    Ok((axes, (dt, shape))) => self.push(
+                        Op::Reduce {
+                            kind,
+                            axes,
+                            keep_dims: keep,
+                        },
+                        vec![x],
+                        dt,
+                        shape,
+                        span,
+                    ),
                     Err(m) => {
                         self.diag.error(args.get(1).map_or(span, |a| a.span()), m);
                         self.poisoned(span)
@@ -1148,7 +1461,10 @@ impl Lowerer<'_> {
                 let perm: Vec<usize> = match args.get(1) {
                     None => (0..n.shape.len()).rev().collect(),
                     Some(a) => match self.int_list(a) {
-                        Some(v) => v.iter().map(|&p| if p < 0 { usize::MAX } else { p as usize }).collect(),
+                        Some(v) => v
+                            .iter()
+                            .map(|&p| if p < 0 { usize::MAX } else { p as usize })
+                            .collect(),
                         None => return Value::Tensor(self.poisoned(span)),
                     },
                 };
@@ -1156,7 +1472,12 @@ impl Lowerer<'_> {
                 self.typed(Op::Transpose { perm }, vec![x], r, span)
             }
             "reshape" => {
-                if !arity(self, 2, 2, "a tensor and the new shape `[dims]` (dims may be symbols, one may be -1)") {
+                if !arity(
+                    self,
+                    2,
+                    2,
+                    "a tensor and the new shape `[dims]` (dims may be symbols, one may be -1)",
+                ) {
                     return Value::Tensor(self.poisoned(span));
                 }
                 let x = self.operand(args[0]);
@@ -1168,14 +1489,22 @@ impl Lowerer<'_> {
                 self.typed(Op::Reshape, vec![x], r, span)
             }
             "conv2d" => {
-                if !arity(self, 4, 4, "an NHWC input, an HWIO kernel, a stride and `SAME` or `VALID`") {
+                if !arity(
+                    self,
+                    4,
+                    4,
+                    "an NHWC input, an HWIO kernel, a stride and `SAME` or `VALID`",
+                ) {
                     return Value::Tensor(self.poisoned(span));
                 }
                 let (x, k) = (self.operand(args[0]), self.operand(args[1]));
                 let stride = match self.literal_int(args[2]) {
                     Some(s) if s >= 1 => s as usize,
                     _ => {
-                        self.diag.error(args[2].span(), "`conv2d` stride must be a positive integer literal");
+                        self.diag.error(
+                            args[2].span(),
+                            "`conv2d` stride must be a positive integer literal",
+                        );
                         return Value::Tensor(self.poisoned(span));
                     }
                 };
@@ -1183,12 +1512,18 @@ impl Lowerer<'_> {
                     Expr::Path(p) if p.path.is_ident("SAME") => Padding::Same,
                     Expr::Path(p) if p.path.is_ident("VALID") => Padding::Valid,
                     other => {
-                        self.diag.error(other.span(), "`conv2d` padding must be `SAME` or `VALID`");
+                        self.diag
+                            .error(other.span(), "`conv2d` padding must be `SAME` or `VALID`");
                         return Value::Tensor(self.poisoned(span));
                     }
                 };
                 let (nx, nk) = (self.graph.node(x).clone(), self.graph.node(k).clone());
-                let r = infer::conv2d((nx.dtype, &nx.shape), (nk.dtype, &nk.shape), stride, padding);
+                let r = infer::conv2d(
+                    (nx.dtype, &nx.shape),
+                    (nk.dtype, &nk.shape),
+                    stride,
+                    padding,
+                );
                 self.typed(Op::Conv2d { stride, padding }, vec![x, k], r, span)
             }
             "bias_add" => {
@@ -1211,7 +1546,10 @@ impl Lowerer<'_> {
                     Some(a) => match self.literal_int(a) {
                         Some(v) => v,
                         None => {
-                            self.diag.error(a.span(), format!("`{name}` axis must be an integer literal"));
+                            self.diag.error(
+                                a.span(),
+                                format!("`{name}` axis must be an integer literal"),
+                            );
                             return Value::Tensor(self.poisoned(span));
                         }
                     },
@@ -1219,10 +1557,21 @@ impl Lowerer<'_> {
                 if n.poisoned {
                     return Value::Tensor(self.poisoned(span));
                 }
-                let r = infer::normalize_axes(&name, &[axis], n.shape.len(), &n.shape)
-                    .and_then(|a| infer::unary(&name, true, (n.dtype, &n.shape)).map(|t| (a[0], t)));
+                let r =
+                    infer::normalize_axes(&name, &[axis], n.shape.len(), &n.shape).and_then(|a| {
+                        infer::unary(&name, true, (n.dtype, &n.shape)).map(|t| (a[0], t))
+                    });
                 match r {
-                    Ok((axis, (dt, shape))) => self.push(Op::Softmax { axis, log: name == "log_softmax" }, vec![x], dt, shape, span),
+                    Ok((axis, (dt, shape))) => self.push(
+                        Op::Softmax {
+                            axis,
+                            log: name == "log_softmax",
+                        },
+                        vec![x],
+                        dt,
+                        shape,
+                        span,
+                    ),
                     Err(m) => {
                         self.diag.error(args.get(1).map_or(span, |a| a.span()), m);
                         self.poisoned(span)
@@ -1235,7 +1584,10 @@ impl Lowerer<'_> {
                 }
                 let v = self.operand(args[0]);
                 if !matches!(self.graph.node(v).op, Op::Const { .. }) {
-                    self.diag.error(args[0].span(), "`constant` takes a scalar literal; a parameter is already a tensor");
+                    self.diag.error(
+                        args[0].span(),
+                        "`constant` takes a scalar literal; a parameter is already a tensor",
+                    );
                     return Value::Tensor(self.poisoned(span));
                 }
                 let v = match turbofish.and_then(|(t, _)| DType::from_name(&t)) {
@@ -1247,7 +1599,16 @@ impl Lowerer<'_> {
             }
             "zeros" | "ones" | "fill" => {
                 let want = if name == "fill" { 2 } else { 1 };
-                if !arity(self, want, want, if want == 2 { "a shape `[dims]` and a value" } else { "a shape `[dims]`" }) {
+                if !arity(
+                    self,
+                    want,
+                    want,
+                    if want == 2 {
+                        "a shape `[dims]` and a value"
+                    } else {
+                        "a shape `[dims]`"
+                    },
+                ) {
                     return Value::Tensor(self.poisoned(span));
                 }
                 let Some(dims) = self.dim_list(args[0], false) else {
@@ -1272,7 +1633,16 @@ impl Lowerer<'_> {
                         None => DType::F32,
                     };
                     let one = if name == "ones" { 1.0 } else { 0.0 };
-                    self.push(Op::Const { value: Scalar::Float(one).convert(dt), weak: false }, vec![], dt, vec![], span)
+                    self.push(
+                        Op::Const {
+                            value: Scalar::Float(one).convert(dt),
+                            weak: false,
+                        },
+                        vec![],
+                        dt,
+                        vec![],
+                        span,
+                    )
                 };
                 if !self.graph.node(value).shape.is_empty() && !self.graph.node(value).poisoned {
                     self.diag.error(span, "`fill` takes a scalar value");
@@ -1284,13 +1654,27 @@ impl Lowerer<'_> {
             "assert_non_negative" | "assert_all_finite" | "assert_greater" | "assert_less" => {
                 let binary = matches!(name.as_str(), "assert_greater" | "assert_less");
                 let n_args = if binary { 3 } else { 2 };
-                if !arity(self, n_args - 1, n_args, if binary { "two tensors and a message" } else { "a tensor and a message" }) {
+                if !arity(
+                    self,
+                    n_args - 1,
+                    n_args,
+                    if binary {
+                        "two tensors and a message"
+                    } else {
+                        "a tensor and a message"
+                    },
+                ) {
                     return Value::Unit;
                 }
                 let message = match args.get(n_args - 1) {
-                    Some(Expr::Lit(syn::ExprLit { lit: Lit::Str(s), .. })) => s.value(),
+                    Some(Expr::Lit(syn::ExprLit {
+                        lit: Lit::Str(s), ..
+                    })) => s.value(),
                     Some(other) => {
-                        self.diag.error(other.span(), "the message of an `assert_*` must be a string literal");
+                        self.diag.error(
+                            other.span(),
+                            "the message of an `assert_*` must be a string literal",
+                        );
                         String::new()
                     }
                     None => String::new(),
@@ -1311,11 +1695,24 @@ impl Lowerer<'_> {
                 }
                 let ns: Vec<Node> = inputs.iter().map(|&i| self.graph.node(i).clone()).collect();
                 let r = if binary {
-                    infer::compare(kind.name(), (ns[0].dtype, &ns[0].shape), (ns[1].dtype, &ns[1].shape))
+                    infer::compare(
+                        kind.name(),
+                        (ns[0].dtype, &ns[0].shape),
+                        (ns[1].dtype, &ns[1].shape),
+                    )
                 } else {
-                    infer::unary(kind.name(), kind == AssertKind::AllFinite, (ns[0].dtype, &ns[0].shape))
+                    infer::unary(
+                        kind.name(),
+                        kind == AssertKind::AllFinite,
+                        (ns[0].dtype, &ns[0].shape),
+                    )
                 };
-                let id = self.typed(Op::Assert { kind, message }, inputs, r.map(|_| (DType::Bool, vec![])), span);
+                let id = self.typed(
+                    Op::Assert { kind, message },
+                    inputs,
+                    r.map(|_| (DType::Bool, vec![])),
+                    span,
+                );
                 if !self.graph.node(id).poisoned {
                     self.effects.push(id);
                 }
@@ -1345,21 +1742,26 @@ impl Lowerer<'_> {
                 match self.literal_int(el) {
                     Some(v) => out.push(v),
                     None => {
-                        self.diag.error(el.span(), "an axis must be an integer literal");
+                        self.diag
+                            .error(el.span(), "an axis must be an integer literal");
                         return None;
                     }
                 }
             }
             return Some(out);
         }
-        self.diag.error(e.span(), "expected an integer literal axis or a list of them (`[0, 1]`)");
+        self.diag.error(
+            e.span(),
+            "expected an integer literal axis or a list of them (`[0, 1]`)",
+        );
         None
     }
 
     /// A shape list `[B, 784]`; `-1` (as `None`) only where `allow_infer`.
     fn dim_list(&mut self, e: &Expr, allow_infer: bool) -> Option<Vec<Option<Dim>>> {
         let Expr::Array(a) = e else {
-            self.diag.error(e.span(), "expected a shape list such as `[B, 784]`");
+            self.diag
+                .error(e.span(), "expected a shape list such as `[B, 784]`");
             return None;
         };
         let mut out = Vec::new();
@@ -1370,17 +1772,27 @@ impl Lowerer<'_> {
                 } else if v >= 0 {
                     out.push(Some(Dim::Const(v as u64)));
                 } else {
-                    self.diag.error(el.span(), "a dim must be non-negative (or -1 in `reshape`, to infer it)");
+                    self.diag.error(
+                        el.span(),
+                        "a dim must be non-negative (or -1 in `reshape`, to infer it)",
+                    );
                     return None;
                 }
                 continue;
             }
             match el {
-                Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.symbols.contains(&i.to_string())) => {
+                Expr::Path(p)
+                    if p.path
+                        .get_ident()
+                        .is_some_and(|i| self.symbols.contains(&i.to_string())) =>
+                {
                     out.push(Some(Dim::Sym(p.path.get_ident()?.to_string())));
                 }
                 other => {
-                    self.diag.error(other.span(), "a dim is an integer literal or a symbol of the signature (`B`)");
+                    self.diag.error(
+                        other.span(),
+                        "a dim is an integer literal or a symbol of the signature (`B`)",
+                    );
                     return None;
                 }
             }

@@ -75,7 +75,10 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
     for g in groups {
         region_groups.entry(g.region).or_default().push(g.id);
     }
-    let cond_group: HashMap<CondId, usize> = groups.iter().filter_map(|g| g.cond.map(|c| (c, g.id))).collect();
+    let cond_group: HashMap<CondId, usize> = groups
+        .iter()
+        .filter_map(|g| g.cond.map(|c| (c, g.id)))
+        .collect();
     let reads: Vec<Vec<NodeId>> = groups.iter().map(|g| group_reads(graph, plan, g)).collect();
 
     // Effective last use of each value, in its own region.
@@ -128,7 +131,10 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
     let mut slots: Vec<(DType, Vec<NodeId>, usize)> = Vec::new();
     let mut frees_after: Vec<Vec<NodeId>> = vec![Vec::new(); groups.len()];
     for g in groups {
-        if matches!(g.kind, GroupKind::View | GroupKind::Cond | GroupKind::Scalar | GroupKind::Assert) {
+        if matches!(
+            g.kind,
+            GroupKind::View | GroupKind::Cond | GroupKind::Scalar | GroupKind::Assert
+        ) {
             continue;
         }
         let v = g.root;
@@ -136,8 +142,12 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         if node.shape.is_empty() || fresh[v.0] {
             continue;
         }
-        let end = last_use[v.0].unwrap_or(g.id).max(aliases_end(graph, plan, &last_use, v));
-        let free = slots.iter().position(|(dt, _, busy_until)| *dt == node.dtype && *busy_until < g.id);
+        let end = last_use[v.0]
+            .unwrap_or(g.id)
+            .max(aliases_end(graph, plan, &last_use, v));
+        let free = slots
+            .iter()
+            .position(|(dt, _, busy_until)| *dt == node.dtype && *busy_until < g.id);
         let s = match free {
             Some(s) => s,
             None => {
@@ -168,7 +178,12 @@ fn aliases_end(graph: &Graph, plan: &Plan, last_use: &[Option<usize>], v: NodeId
     let mut end = 0;
     for (i, node) in graph.nodes.iter().enumerate() {
         if plan.live[i] && matches!(node.op, Op::Reshape) && node.inputs[0] == v {
-            end = end.max(last_use[i].unwrap_or(0)).max(aliases_end(graph, plan, last_use, NodeId(i)));
+            end = end.max(last_use[i].unwrap_or(0)).max(aliases_end(
+                graph,
+                plan,
+                last_use,
+                NodeId(i),
+            ));
         }
     }
     end
@@ -176,5 +191,9 @@ fn aliases_end(graph: &Graph, plan: &Plan, last_use: &[Option<usize>], v: NodeId
 
 /// Arm outputs are moved into the cond's result rather than freed.
 fn is_arm_output(graph: &Graph, v: NodeId) -> bool {
-    graph.conds.iter().filter(|c| !c.removed).any(|c| c.then_outputs.contains(&v) || c.else_outputs.contains(&v))
+    graph
+        .conds
+        .iter()
+        .filter(|c| !c.removed)
+        .any(|c| c.then_outputs.contains(&v) || c.else_outputs.contains(&v))
 }

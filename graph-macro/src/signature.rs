@@ -26,12 +26,20 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
     let mut params = Vec::new();
     for arg in &sig.inputs {
         match arg {
-            FnArg::Receiver(r) => diag.error(r.span(), "`#[graph]` functions cannot take `self`: write a free function over tensors"),
+            FnArg::Receiver(r) => diag.error(
+                r.span(),
+                "`#[graph]` functions cannot take `self`: write a free function over tensors",
+            ),
             FnArg::Typed(pt) => {
                 let name = match &*pt.pat {
-                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => pi.ident.clone(),
+                    Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                        pi.ident.clone()
+                    }
                     other => {
-                        diag.error(other.span(), "a `#[graph]` parameter must be a plain name (`x: Tensor<f32, 3>`)");
+                        diag.error(
+                            other.span(),
+                            "a `#[graph]` parameter must be a plain name (`x: Tensor<f32, 3>`)",
+                        );
                         continue;
                     }
                 };
@@ -56,28 +64,51 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
             Type::Tuple(t) => {
                 let mut outs = Vec::new();
                 if t.elems.is_empty() {
-                    diag.error(t.span(), "a `#[graph]` function must return at least one tensor, not `()`");
+                    diag.error(
+                        t.span(),
+                        "a `#[graph]` function must return at least one tensor, not `()`",
+                    );
                 }
                 for e in &t.elems {
                     if let Some((dtype, shape)) = parse_tensor_type(e, diag, "a result") {
-                        outs.push(OutputDecl { dtype, shape, span: e.span() });
+                        outs.push(OutputDecl {
+                            dtype,
+                            shape,
+                            span: e.span(),
+                        });
                     }
                 }
                 (outs, true)
             }
             other => match parse_tensor_type(other, diag, "the result") {
-                Some((dtype, shape)) => (vec![OutputDecl { dtype, shape, span: other.span() }], false),
+                Some((dtype, shape)) => (
+                    vec![OutputDecl {
+                        dtype,
+                        shape,
+                        span: other.span(),
+                    }],
+                    false,
+                ),
                 None => (Vec::new(), false),
             },
         },
     };
-    Signature { params, outputs, tuple_output }
+    Signature {
+        params,
+        outputs,
+        tuple_output,
+    }
 }
 
 fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Param> {
     if is_tensor_type(ty) {
         let (dtype, shape) = parse_tensor_type(ty, diag, "a parameter")?;
-        return Some(Param::Tensor(TensorParam { name, dtype, shape, span: ty.span() }));
+        return Some(Param::Tensor(TensorParam {
+            name,
+            dtype,
+            shape,
+            span: ty.span(),
+        }));
     }
     if let Type::Path(tp) = ty {
         if let Some(id) = tp.path.get_ident() {
@@ -90,7 +121,11 @@ fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Pa
                 _ => None,
             };
             if let Some(dtype) = dtype {
-                return Some(Param::Host(HostParam { name, ty: ty.clone(), dtype }));
+                return Some(Param::Host(HostParam {
+                    name,
+                    ty: ty.clone(),
+                    dtype,
+                }));
             }
         }
     }
@@ -133,17 +168,26 @@ pub fn parse_tensor_type(ty: &Type, diag: &mut Diagnostics, what: &str) -> Optio
             match DType::from_name(&id.to_string()) {
                 Some(d) => d,
                 None => {
-                    diag.error(id.span(), format!("unknown dtype `{id}`: a tensor's dtype is one of {DTYPES}"));
+                    diag.error(
+                        id.span(),
+                        format!("unknown dtype `{id}`: a tensor's dtype is one of {DTYPES}"),
+                    );
                     return None;
                 }
             }
         }
         Some(other) => {
-            diag.error(other.span(), format!("the first argument of `Tensor` is its dtype, one of {DTYPES}"));
+            diag.error(
+                other.span(),
+                format!("the first argument of `Tensor` is its dtype, one of {DTYPES}"),
+            );
             return None;
         }
         None => {
-            diag.error(seg.span(), format!("`Tensor` needs a dtype, one of {DTYPES}"));
+            diag.error(
+                seg.span(),
+                format!("`Tensor` needs a dtype, one of {DTYPES}"),
+            );
             return None;
         }
     };
@@ -167,16 +211,20 @@ pub fn parse_tensor_type(ty: &Type, diag: &mut Diagnostics, what: &str) -> Optio
 fn parse_dim(arg: &GenericArgument) -> Option<Dim> {
     match arg {
         GenericArgument::Const(syn::Expr::Lit(l)) => match &l.lit {
-            syn::Lit::Int(i) if i.suffix().is_empty() || i.suffix() == "usize" => i.base10_parse::<u64>().ok().map(Dim::Const),
+            syn::Lit::Int(i) if i.suffix().is_empty() || i.suffix() == "usize" => {
+                i.base10_parse::<u64>().ok().map(Dim::Const)
+            }
             _ => None,
         },
-        GenericArgument::Const(syn::Expr::Block(b)) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
-            syn::Stmt::Expr(syn::Expr::Lit(l), None) => match &l.lit {
-                syn::Lit::Int(i) => i.base10_parse::<u64>().ok().map(Dim::Const),
+        GenericArgument::Const(syn::Expr::Block(b)) if b.block.stmts.len() == 1 => {
+            match &b.block.stmts[0] {
+                syn::Stmt::Expr(syn::Expr::Lit(l), None) => match &l.lit {
+                    syn::Lit::Int(i) => i.base10_parse::<u64>().ok().map(Dim::Const),
+                    _ => None,
+                },
                 _ => None,
-            },
-            _ => None,
-        },
+            }
+        }
         GenericArgument::Type(Type::Path(p)) => p.path.get_ident().map(|i| Dim::Sym(i.to_string())),
         _ => None,
     }

@@ -29,7 +29,12 @@ impl<'a, T, D: Dimension> TensorArg<'a, T, D> for ArrayView<'a, T, D> {
 
 /// Checks a static dim of parameter `param`.
 #[inline]
-pub fn check_dim(param: &'static str, axis: usize, expected: usize, shape: &[usize]) -> Result<(), Error> {
+pub fn check_dim(
+    param: &'static str,
+    axis: usize,
+    expected: usize,
+    shape: &[usize],
+) -> Result<(), Error> {
     if shape[axis] == expected {
         Ok(())
     } else {
@@ -40,12 +45,25 @@ pub fn check_dim(param: &'static str, axis: usize, expected: usize, shape: &[usi
 #[cold]
 #[inline(never)]
 fn dim_error(param: &'static str, axis: usize, expected: usize, shape: &[usize]) -> Error {
-    Error::InputDim { param: param.to_string(), axis, expected, found: shape[axis], found_shape: shape.to_vec() }
+    Error::InputDim {
+        param: param.to_string(),
+        axis,
+        expected,
+        found: shape[axis],
+        found_shape: shape.to_vec(),
+    }
 }
 
 /// Checks that symbol `symbol`, bound to `bound` by `bound_by`, has the same size at `param` axis `axis`.
 #[inline]
-pub fn check_symbol(symbol: &'static str, bound: usize, bound_by: &'static str, param: &'static str, axis: usize, shape: &[usize]) -> Result<(), Error> {
+pub fn check_symbol(
+    symbol: &'static str,
+    bound: usize,
+    bound_by: &'static str,
+    param: &'static str,
+    axis: usize,
+    shape: &[usize],
+) -> Result<(), Error> {
     if shape[axis] == bound {
         Ok(())
     } else {
@@ -55,7 +73,14 @@ pub fn check_symbol(symbol: &'static str, bound: usize, bound_by: &'static str, 
 
 #[cold]
 #[inline(never)]
-fn symbol_error(symbol: &'static str, bound: usize, bound_by: &'static str, param: &'static str, axis: usize, shape: &[usize]) -> Error {
+fn symbol_error(
+    symbol: &'static str,
+    bound: usize,
+    bound_by: &'static str,
+    param: &'static str,
+    axis: usize,
+    shape: &[usize],
+) -> Error {
     Error::SymbolConflict {
         symbol: symbol.to_string(),
         bound,
@@ -104,7 +129,13 @@ pub fn scalar_of<T: Copy, D: Dimension>(view: &ArrayView<'_, T, D>) -> T {
 pub fn eager_scalar<T: Copy>(a: &ndarray::ArrayViewD<'_, T>) -> Result<T, Error> {
     match (a.ndim(), a.iter().next()) {
         (0, Some(v)) => Ok(*v),
-        _ => Err(Error::invalid("if", format!("the condition must be a rank-0 tensor, found shape {:?}", a.shape()))),
+        _ => Err(Error::invalid(
+            "if",
+            format!(
+                "the condition must be a rank-0 tensor, found shape {:?}",
+                a.shape()
+            ),
+        )),
     }
 }
 
@@ -112,13 +143,23 @@ pub fn eager_scalar<T: Copy>(a: &ndarray::ArrayViewD<'_, T>) -> Result<T, Error>
 #[inline]
 pub fn into_array<T, D: Dimension>(shape: D, data: Vec<T>) -> Result<Array<T, D>, Error> {
     let dims = shape.slice().to_vec();
-    Array::from_shape_vec(shape, data).map_err(|e| Error::invalid("result", format!("buffer does not match shape {dims:?}: {e}")))
+    Array::from_shape_vec(shape, data).map_err(|e| {
+        Error::invalid(
+            "result",
+            format!("buffer does not match shape {dims:?}: {e}"),
+        )
+    })
 }
 
 /// Converts an eager result to the declared rank.
 pub fn into_rank<T, D: Dimension>(a: ndarray::ArrayD<T>) -> Result<Array<T, D>, Error> {
     let shape = a.shape().to_vec();
-    a.into_dimensionality::<D>().map_err(|_| Error::invalid("result", format!("expected rank {:?}, found shape {shape:?}", D::NDIM)))
+    a.into_dimensionality::<D>().map_err(|_| {
+        Error::invalid(
+            "result",
+            format!("expected rank {:?}, found shape {shape:?}", D::NDIM),
+        )
+    })
 }
 
 /// A dynamic-rank view of a contiguous buffer (for ops that take views, like the checks).
@@ -161,7 +202,11 @@ impl RowBroadcast {
         }
         let mut dims = [1usize; MAX_RANK];
         dims[..split].copy_from_slice(&out[..split]);
-        RowBroadcast { outer: split, dims, strides }
+        RowBroadcast {
+            outer: split,
+            dims,
+            strides,
+        }
     }
 
     /// The element offset of row `row` in the operand.

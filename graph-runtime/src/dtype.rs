@@ -82,33 +82,71 @@ macro_rules! float_numeric {
             const LOWEST: Self = $t::NEG_INFINITY;
             const HIGHEST: Self = $t::INFINITY;
             #[inline(always)]
-            fn add(self, o: Self) -> Self { self + o }
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
             #[inline(always)]
-            fn sub(self, o: Self) -> Self { self - o }
+            fn sub(self, o: Self) -> Self {
+                self - o
+            }
             #[inline(always)]
-            fn mul(self, o: Self) -> Self { self * o }
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
             #[inline(always)]
-            fn div(self, o: Self) -> Self { self / o }
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
             #[inline(always)]
-            fn neg(self) -> Self { -self }
+            fn neg(self) -> Self {
+                -self
+            }
             #[inline(always)]
-            fn abs(self) -> Self { $t::abs(self) }
+            fn abs(self) -> Self {
+                $t::abs(self)
+            }
             #[inline(always)]
-            fn pow(self, o: Self) -> Self { self.powf(o) }
+            fn pow(self, o: Self) -> Self {
+                self.powf(o)
+            }
             #[inline(always)]
-            fn maximum(self, o: Self) -> Self { if self.is_nan() || o.is_nan() { $t::NAN } else if self >= o { self } else { o } }
+            fn maximum(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    $t::NAN
+                } else if self >= o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline(always)]
-            fn minimum(self, o: Self) -> Self { if self.is_nan() || o.is_nan() { $t::NAN } else if self <= o { self } else { o } }
+            fn minimum(self, o: Self) -> Self {
+                if self.is_nan() || o.is_nan() {
+                    $t::NAN
+                } else if self <= o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline(always)]
-            fn to_f64(self) -> f64 { self as f64 }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
             #[inline(always)]
-            fn from_f64(v: f64) -> Self { v as $t }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
         }
         impl Float for $t {
             #[inline(always)]
-            fn is_nan(self) -> bool { $t::is_nan(self) }
+            fn is_nan(self) -> bool {
+                $t::is_nan(self)
+            }
             #[inline(always)]
-            fn is_finite(self) -> bool { $t::is_finite(self) }
+            fn is_finite(self) -> bool {
+                $t::is_finite(self)
+            }
         }
     };
 }
@@ -126,32 +164,74 @@ macro_rules! int_numeric {
             const LOWEST: Self = $t::MIN;
             const HIGHEST: Self = $t::MAX;
             #[inline(always)]
-            fn add(self, o: Self) -> Self { self.wrapping_add(o) }
+            fn add(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
             #[inline(always)]
-            fn sub(self, o: Self) -> Self { self.wrapping_sub(o) }
+            fn sub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
             #[inline(always)]
-            fn mul(self, o: Self) -> Self { self.wrapping_mul(o) }
+            fn mul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
             #[inline(always)]
-            fn div(self, o: Self) -> Self { if o == 0 { 0 } else { self.wrapping_div(o) } }
+            fn div(self, o: Self) -> Self {
+                if o == 0 {
+                    0
+                } else {
+                    self.wrapping_div(o)
+                }
+            }
             #[inline(always)]
-            fn neg(self) -> Self { self.wrapping_neg() }
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
             #[inline(always)]
-            fn abs(self) -> Self { self.wrapping_abs() }
+            fn abs(self) -> Self {
+                self.wrapping_abs()
+            }
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
                 if o < 0 {
-                    return match self { 1 => 1, -1 => if o % 2 == 0 { 1 } else { -1 }, _ => 0 };
+                    return match self {
+                        1 => 1,
+                        -1 => {
+                            if o % 2 == 0 {
+                                1
+                            } else {
+                                -1
+                            }
+                        }
+                        _ => 0,
+                    };
                 }
                 self.wrapping_pow(o.min(u32::MAX as $t) as u32)
             }
             #[inline(always)]
-            fn maximum(self, o: Self) -> Self { if self >= o { self } else { o } }
+            fn maximum(self, o: Self) -> Self {
+                if self >= o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline(always)]
-            fn minimum(self, o: Self) -> Self { if self <= o { self } else { o } }
+            fn minimum(self, o: Self) -> Self {
+                if self <= o {
+                    self
+                } else {
+                    o
+                }
+            }
             #[inline(always)]
-            fn to_f64(self) -> f64 { self as f64 }
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
             #[inline(always)]
-            fn from_f64(v: f64) -> Self { v as $t }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
         }
     };
 }
@@ -178,8 +258,33 @@ macro_rules! cast_num {
 }
 cast_num!(f32, f64, i32, i64);
 
-impl CastTo<f32> for bool { #[inline(always)] fn cast_to(self) -> f32 { self as u8 as f32 } }
-impl CastTo<f64> for bool { #[inline(always)] fn cast_to(self) -> f64 { self as u8 as f64 } }
-impl CastTo<i32> for bool { #[inline(always)] fn cast_to(self) -> i32 { self as i32 } }
-impl CastTo<i64> for bool { #[inline(always)] fn cast_to(self) -> i64 { self as i64 } }
-impl CastTo<bool> for bool { #[inline(always)] fn cast_to(self) -> bool { self } }
+impl CastTo<f32> for bool {
+    #[inline(always)]
+    fn cast_to(self) -> f32 {
+        self as u8 as f32
+    }
+}
+impl CastTo<f64> for bool {
+    #[inline(always)]
+    fn cast_to(self) -> f64 {
+        self as u8 as f64
+    }
+}
+impl CastTo<i32> for bool {
+    #[inline(always)]
+    fn cast_to(self) -> i32 {
+        self as i32
+    }
+}
+impl CastTo<i64> for bool {
+    #[inline(always)]
+    fn cast_to(self) -> i64 {
+        self as i64
+    }
+}
+impl CastTo<bool> for bool {
+    #[inline(always)]
+    fn cast_to(self) -> bool {
+        self
+    }
+}

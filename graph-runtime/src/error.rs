@@ -18,7 +18,9 @@ pub enum Error {
         found_shape: Vec<usize>,
     },
     /// A static dim of an input does not match the declared size.
-    #[error("`{param}` axis {axis}: expected size {expected}, found {found} (shape {found_shape:?})")]
+    #[error(
+        "`{param}` axis {axis}: expected size {expected}, found {found} (shape {found_shape:?})"
+    )]
     InputDim {
         param: String,
         axis: usize,
@@ -81,7 +83,11 @@ impl Error {
     /// Attaches the source line of the `assert_*` call to an assertion error; other errors pass through.
     pub fn at_line(self, at: u32) -> Error {
         match self {
-            Error::Assertion { op, message, .. } => Error::Assertion { op, message, line: at },
+            Error::Assertion { op, message, .. } => Error::Assertion {
+                op,
+                message,
+                line: at,
+            },
             other => other,
         }
     }
@@ -89,7 +95,13 @@ impl Error {
     /// A shape error between two operands.
     #[cold]
     #[inline(never)]
-    pub fn shape(op: &'static str, message: impl fmt::Display, left: &[usize], right: &[usize], axis: Option<usize>) -> Error {
+    pub fn shape(
+        op: &'static str,
+        message: impl fmt::Display,
+        left: &[usize],
+        right: &[usize],
+        axis: Option<usize>,
+    ) -> Error {
         Error::Shape {
             op,
             message: message.to_string(),
@@ -103,7 +115,10 @@ impl Error {
     #[cold]
     #[inline(never)]
     pub fn invalid(op: &'static str, message: impl fmt::Display) -> Error {
-        Error::InvalidArgument { op, message: message.to_string() }
+        Error::InvalidArgument {
+            op,
+            message: message.to_string(),
+        }
     }
 }
 

@@ -109,7 +109,13 @@ pub struct TraceEvent {
 
 impl Profiler {
     /// Adds one timed execution of `group` of `graph`.
-    pub fn record(&mut self, graph: &'static str, group: usize, label: &'static str, start: Instant) {
+    pub fn record(
+        &mut self,
+        graph: &'static str,
+        group: usize,
+        label: &'static str,
+        start: Instant,
+    ) {
         let now = Instant::now();
         let epoch = *self.epoch.get_or_insert(start);
         let duration_ns = now.duration_since(start).as_nanos();
@@ -120,7 +126,13 @@ impl Profiler {
         {
             Some(i) => &mut self.groups[i],
             None => {
-                self.groups.push(GroupTiming { graph, group, label, calls: 0, total_ns: 0 });
+                self.groups.push(GroupTiming {
+                    graph,
+                    group,
+                    label,
+                    calls: 0,
+                    total_ns: 0,
+                });
                 self.groups.last_mut().expect("just pushed")
             }
         };
@@ -143,8 +155,16 @@ pub struct ExecCtx<'a> {
 }
 
 impl<'a> ExecCtx<'a> {
-    pub fn new(graph: &'static str, arena: &'a mut Arena, profiler: Option<&'a mut Profiler>) -> ExecCtx<'a> {
-        ExecCtx { graph, arena, profiler }
+    pub fn new(
+        graph: &'static str,
+        arena: &'a mut Arena,
+        profiler: Option<&'a mut Profiler>,
+    ) -> ExecCtx<'a> {
+        ExecCtx {
+            graph,
+            arena,
+            profiler,
+        }
     }
 
     /// The buffer of `slot`, resized to `len` elements. Its contents are unspecified (the

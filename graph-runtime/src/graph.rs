@@ -35,7 +35,10 @@ pub fn shape_text(shape: &[Dim]) -> String {
 pub enum Region {
     Main,
     /// Arm of cond `cond`: `then_arm == true` for the `if` branch.
-    CondArm { cond: usize, then_arm: bool },
+    CondArm {
+        cond: usize,
+        then_arm: bool,
+    },
 }
 
 /// One operation of the graph.

@@ -1,5 +1,6 @@
 //! grafo's run-time: the parallel kernels compiled graphs call, the eager API, `Session`, and the graph description types.
 
+pub mod compiled;
 pub mod conv;
 pub mod cpu;
 pub mod dot;

@@ -93,7 +93,9 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
     match &node.op {
         Op::Const { value, .. } => literal(*value, dt),
         Op::Host { expr } => {
-            let e: TokenStream = expr.parse().unwrap_or_else(|_| quote!(compile_error!("bad host expression")));
+            let e: TokenStream = expr
+                .parse()
+                .unwrap_or_else(|_| quote!(compile_error!("bad host expression")));
             if dt == DType::Bool {
                 quote!((#e))
             } else {
@@ -117,7 +119,12 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
                     let f = math("rsqrt");
                     quote!(#f(#a))
                 }
-                UnaryOp::Exp | UnaryOp::Log | UnaryOp::Tanh | UnaryOp::Sigmoid | UnaryOp::Sin | UnaryOp::Cos => {
+                UnaryOp::Exp
+                | UnaryOp::Log
+                | UnaryOp::Tanh
+                | UnaryOp::Sigmoid
+                | UnaryOp::Sin
+                | UnaryOp::Cos => {
                     let f = math(u.name());
                     quote!(#f(#a))
                 }
@@ -131,9 +138,15 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
                 BinaryOp::Sub if float => quote!((#x - #y)),
                 BinaryOp::Mul if float => quote!((#x * #y)),
                 BinaryOp::Div if float => quote!((#x / #y)),
-                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(2.0) => quote!((#x * #x)),
-                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(3.0) => quote!((#x * #x * #x)),
-                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(0.5) => quote!(#x.sqrt()),
+                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(2.0) => {
+                    quote!((#x * #x))
+                }
+                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(3.0) => {
+                    quote!((#x * #x * #x))
+                }
+                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(0.5) => {
+                    quote!(#x.sqrt())
+                }
                 BinaryOp::Pow if float => quote!(#x.powf(#y)),
                 BinaryOp::Add => quote!(#num::add(#x, #y)),
                 BinaryOp::Sub => quote!(#num::sub(#x, #y)),
@@ -181,7 +194,14 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
 
 impl<'a> Emitter<'a> {
     pub fn new(graph: &'a Graph, plan: &'a Plan, sched: &'a Schedule) -> Emitter<'a> {
-        Emitter { graph, plan, sched, store: HashMap::new(), moved: Vec::new(), profile_labels: Vec::new() }
+        Emitter {
+            graph,
+            plan,
+            sched,
+            store: HashMap::new(),
+            moved: Vec::new(),
+            profile_labels: Vec::new(),
+        }
     }
 
     /// Labels of the groups for the profiler (ops and shape).
@@ -198,7 +218,15 @@ impl<'a> Emitter<'a> {
         let mut out = TokenStream::new();
         for (i, p) in params.iter().enumerate() {
             let Param::Tensor(t) = p else { continue };
-            let Some(id) = self.graph.nodes.iter().position(|n| n.op == Op::Input { param: i }).map(NodeId) else { continue };
+            let Some(id) = self
+                .graph
+                .nodes
+                .iter()
+                .position(|n| n.op == Op::Input { param: i })
+                .map(NodeId)
+            else {
+                continue;
+            };
             if !self.plan.live[id.0] {
                 continue;
             }
@@ -206,7 +234,9 @@ impl<'a> Emitter<'a> {
             let vid = v(id);
             let et = elem_ty(t.dtype);
             if t.shape.is_empty() {
-                out.extend(quote!(let #vid: #et = ::grafo::__private::compiled::scalar_of(&#name);));
+                out.extend(
+                    quote!(let #vid: #et = ::grafo::__private::compiled::scalar_of(&#name);),
+                );
                 self.store.insert(id, Store::Scalar);
             } else {
                 let cow = format_ident!("__cow_{}", id.0);
@@ -234,7 +264,12 @@ impl<'a> Emitter<'a> {
     fn label(&self, g: &Group) -> String {
         let ops: Vec<String> = g.nodes.iter().map(|&n| self.node(n).op.name()).collect();
         let n = self.node(g.root);
-        format!("{} {} -> {}", g.kind.name(), ops.join("+"), type_str(n.dtype, &n.shape))
+        format!(
+            "{} {} -> {}",
+            g.kind.name(),
+            ops.join("+"),
+            type_str(n.dtype, &n.shape)
+        )
     }
 
     /// The value `o` as an owned `Vec<T>` (moving it when it is an owned buffer not yet moved).
@@ -283,7 +318,8 @@ impl<'a> Emitter<'a> {
                 if matches!(n.op, Op::Const { .. } | Op::Host { .. }) {
                     scalar_op(self.graph, id, &[])
                 } else {
-                    let args: Vec<TokenStream> = n.inputs.iter().map(|&i| self.scalar_value(i)).collect();
+                    let args: Vec<TokenStream> =
+                        n.inputs.iter().map(|&i| self.scalar_value(i)).collect();
                     scalar_op(self.graph, id, &args)
                 }
             }
@@ -292,12 +328,20 @@ impl<'a> Emitter<'a> {
 
     /// Emits the groups of one region in schedule order.
     fn region(&mut self, r: Region) -> TokenStream {
-        let ids = self.sched.region_groups.get(&r).cloned().unwrap_or_default();
+        let ids = self
+            .sched
+            .region_groups
+            .get(&r)
+            .cloned()
+            .unwrap_or_default();
         let mut out = TokenStream::new();
         for gid in ids {
             let g = self.plan.groups[gid].clone();
             let code = self.group(&g);
-            let timed = !matches!(g.kind, GroupKind::Scalar | GroupKind::View | GroupKind::Cond);
+            let timed = !matches!(
+                g.kind,
+                GroupKind::Scalar | GroupKind::View | GroupKind::Cond
+            );
             if timed {
                 let label = &self.profile_labels[gid];
                 out.extend(quote! {
@@ -331,8 +375,12 @@ impl<'a> Emitter<'a> {
         let vid = v(id);
         self.store.insert(id, Store::Owned);
         match self.sched.slot[id.0] {
-            Some(s) if !self.sched.fresh[id.0] => quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len);),
-            _ => quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh::<#et>(#len);),
+            Some(s) if !self.sched.fresh[id.0] => {
+                quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len);)
+            }
+            _ => {
+                quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh::<#et>(#len);)
+            }
         }
     }
 
@@ -350,7 +398,9 @@ impl<'a> Emitter<'a> {
             GroupKind::Reduce => self.reduce(g),
             GroupKind::Softmax => {
                 let n = self.node(g.root).clone();
-                let Op::Softmax { axis, log } = n.op else { unreachable!("softmax group") };
+                let Op::Softmax { axis, log } = n.op else {
+                    unreachable!("softmax group")
+                };
                 let x = self.slice(n.inputs[0]);
                 let shape = shape_expr(&n.shape);
                 let alloc = self.alloc(g.root);
@@ -362,7 +412,9 @@ impl<'a> Emitter<'a> {
             }
             GroupKind::Transpose => {
                 let n = self.node(g.root).clone();
-                let Op::Transpose { perm } = &n.op else { unreachable!("transpose group") };
+                let Op::Transpose { perm } = &n.op else {
+                    unreachable!("transpose group")
+                };
                 let x = self.slice(n.inputs[0]);
                 let in_shape = shape_expr(&self.node(n.inputs[0]).shape);
                 let alloc = self.alloc(g.root);
@@ -375,7 +427,9 @@ impl<'a> Emitter<'a> {
             GroupKind::View => {
                 let n = self.node(g.root).clone();
                 let input = n.inputs[0];
-                let in_scalar = self.node(input).shape.is_empty() || self.store.get(&input) == Some(&Store::Scalar) || !self.plan.materialised[input.0];
+                let in_scalar = self.node(input).shape.is_empty()
+                    || self.store.get(&input) == Some(&Store::Scalar)
+                    || !self.plan.materialised[input.0];
                 let vid = v(g.root);
                 let et = elem_ty(n.dtype);
                 if n.shape.is_empty() {
@@ -422,7 +476,14 @@ impl<'a> Emitter<'a> {
     }
 
     /// Leaf parameters of a fused loop: (params, call args, per-row bindings, element reads).
-    fn leaves(&self, root: NodeId, out_shape: &[Dim], split: usize, skip: Option<NodeId>, flat: bool) -> LoopLeaves {
+    fn leaves(
+        &self,
+        root: NodeId,
+        out_shape: &[Dim],
+        split: usize,
+        skip: Option<NodeId>,
+        flat: bool,
+    ) -> LoopLeaves {
         let mut leaves = tree_leaves(self.graph, root, &self.plan.materialised);
         if let Some(s) = skip {
             leaves.retain(|&l| l != s);
@@ -435,7 +496,11 @@ impl<'a> Emitter<'a> {
             let p = format_ident!("__l{}", k);
             let b = format_ident!("__b{}", k);
             let is_scalar = ln.shape.is_empty() || self.store.get(&l) == Some(&Store::Scalar);
-            let class = if is_scalar { LeafClass::Scalar } else { classify(&ln.shape, out_shape, split).unwrap_or(LeafClass::Full) };
+            let class = if is_scalar {
+                LeafClass::Scalar
+            } else {
+                classify(&ln.shape, out_shape, split).unwrap_or(LeafClass::Full)
+            };
             if class == LeafClass::Scalar {
                 let val = if ln.shape.is_empty() {
                     self.scalar_value(l)
@@ -452,13 +517,15 @@ impl<'a> Emitter<'a> {
             ll.params.push(quote!(#p: &[#et]));
             ll.args.push(s);
             if flat {
-                ll.row_bind.push(quote!(let #p = &#p[__first..__first + __n];));
+                ll.row_bind
+                    .push(quote!(let #p = &#p[__first..__first + __n];));
                 ll.reads.insert(l, quote!(#p[__j]));
                 continue;
             }
             match class {
                 LeafClass::Full => {
-                    ll.row_bind.push(quote!(let #p = &#p[__r * __n..__r * __n + __n];));
+                    ll.row_bind
+                        .push(quote!(let #p = &#p[__r * __n..__r * __n + __n];));
                     ll.reads.insert(l, quote!(#p[__j]));
                 }
                 LeafClass::RowVec => {
@@ -471,11 +538,13 @@ impl<'a> Emitter<'a> {
                 }
                 LeafClass::RowSliceAt | LeafClass::RowScalarAt => {
                     let lshape = shape_expr(&ln.shape);
-                    ll.params.push(quote!(#b: &::grafo::__private::compiled::RowBroadcast));
+                    ll.params
+                        .push(quote!(#b: &::grafo::__private::compiled::RowBroadcast));
                     ll.pre.push(quote!(let #b = ::grafo::__private::compiled::RowBroadcast::new(&#out_dims, &#lshape, #split);));
                     ll.args.push(quote!(&#b));
                     if class == LeafClass::RowSliceAt {
-                        ll.row_bind.push(quote!(let #p = &#p[#b.offset(__r)..][..__n];));
+                        ll.row_bind
+                            .push(quote!(let #p = &#p[#b.offset(__r)..][..__n];));
                         ll.reads.insert(l, quote!(#p[__j]));
                     } else {
                         ll.row_bind.push(quote!(let #p = #p[#b.offset(__r)];));
@@ -489,7 +558,11 @@ impl<'a> Emitter<'a> {
     }
 
     /// `let` statements computing the fused tree rooted at `root` for element `__j`; returns them and the root's expression.
-    fn tree_lets(&self, root: NodeId, reads: &HashMap<NodeId, TokenStream>) -> (TokenStream, TokenStream) {
+    fn tree_lets(
+        &self,
+        root: NodeId,
+        reads: &HashMap<NodeId, TokenStream>,
+    ) -> (TokenStream, TokenStream) {
         let mut order = Vec::new();
         crate::fuse::collect_tree(self.graph, root, &self.plan.materialised, &mut order);
         let mut lets = TokenStream::new();
@@ -503,7 +576,12 @@ impl<'a> Emitter<'a> {
             let args: Vec<TokenStream> = n
                 .inputs
                 .iter()
-                .map(|&i| exprs.get(&i).cloned().unwrap_or_else(|| scalar_op(self.graph, i, &[])))
+                .map(|&i| {
+                    exprs
+                        .get(&i)
+                        .cloned()
+                        .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
+                })
                 .collect();
             let e = scalar_op(self.graph, id, &args);
             let t = format_ident!("__t{}", id.0);
@@ -511,7 +589,10 @@ impl<'a> Emitter<'a> {
             lets.extend(quote!(let #t: #et = #e;));
             exprs.insert(id, quote!(#t));
         }
-        let root_expr = exprs.get(&root).cloned().unwrap_or_else(|| quote!(compile_error!("internal: missing root")));
+        let root_expr = exprs
+            .get(&root)
+            .cloned()
+            .unwrap_or_else(|| quote!(compile_error!("internal: missing root")));
         (lets, root_expr)
     }
 
@@ -520,7 +601,17 @@ impl<'a> Emitter<'a> {
     }
 
     fn cost(&self, g: &Group) -> usize {
-        g.nodes.iter().map(|&n| if matches!(self.node(n).op, Op::Unary(u) if u.needs_float()) { 8 } else { 1 }).sum::<usize>().max(1)
+        g.nodes
+            .iter()
+            .map(|&n| {
+                if matches!(self.node(n).op, Op::Unary(u) if u.needs_float()) {
+                    8
+                } else {
+                    1
+                }
+            })
+            .sum::<usize>()
+            .max(1)
     }
 
     fn elementwise(&mut self, g: &Group) -> TokenStream {
@@ -540,7 +631,13 @@ impl<'a> Emitter<'a> {
         let vid = v(root);
         let len = len_expr(&n.shape);
         let cost = self.cost(g);
-        let LoopLeaves { params, args, row_bind, pre, .. } = ll;
+        let LoopLeaves {
+            params,
+            args,
+            row_bind,
+            pre,
+            ..
+        } = ll;
         if flat {
             quote! {
                 #alloc
@@ -598,7 +695,13 @@ impl<'a> Emitter<'a> {
             let mut ll = self.leaves(g.root, &root.shape, rank - 1, Some(anchor), false);
             ll.reads.insert(anchor, quote!(__orow[__j]));
             let (lets, root_expr) = self.tree_lets(g.root, &ll.reads);
-            let LoopLeaves { params, args, row_bind, pre: p, .. } = ll;
+            let LoopLeaves {
+                params,
+                args,
+                row_bind,
+                pre: p,
+                ..
+            } = ll;
             pre.extend(p);
             let row = super::dim_expr(&root.shape[rank - 1]);
             pre.extend(quote! {
@@ -626,11 +729,21 @@ impl<'a> Emitter<'a> {
         match an.op {
             Op::MatMul => {
                 let d = |s: &[Dim], i: usize| super::dim_expr(&s[i]);
-                let (batch, m, k) = if shape_a.len() == 3 { (d(&shape_a, 0), d(&shape_a, 1), d(&shape_a, 2)) } else { (quote!(1usize), d(&shape_a, 0), d(&shape_a, 1)) };
+                let (batch, m, k) = if shape_a.len() == 3 {
+                    (d(&shape_a, 0), d(&shape_a, 1), d(&shape_a, 2))
+                } else {
+                    (quote!(1usize), d(&shape_a, 0), d(&shape_a, 1))
+                };
                 let nn = d(&shape_b, shape_b.len() - 1);
-                let b_stride = if shape_b.len() == 3 { quote!(#k * #nn) } else { quote!(0usize) };
+                let b_stride = if shape_b.len() == 3 {
+                    quote!(#k * #nn)
+                } else {
+                    quote!(0usize)
+                };
                 let call_epi = match &epilogue {
-                    Some((kn, args)) => quote!(|__batch: usize, __row0: usize, __block: &mut [#et]| if __row > 0 { #kn(__batch * __m + __row0, __block, __row #(, #args)*) }),
+                    Some((kn, args)) => {
+                        quote!(|__batch: usize, __row0: usize, __block: &mut [#et]| if __row > 0 { #kn(__batch * __m + __row0, __block, __row #(, #args)*) })
+                    }
                     None => quote!(::grafo::__private::matmul::no_epilogue),
                 };
                 quote! {
@@ -649,7 +762,9 @@ impl<'a> Emitter<'a> {
                     Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
                 };
                 let call_epi = match &epilogue {
-                    Some((kn, args)) => quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) }),
+                    Some((kn, args)) => {
+                        quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) })
+                    }
                     None => quote!(|_: usize, _: &mut [#et]| {}),
                 };
                 quote! {
@@ -658,7 +773,9 @@ impl<'a> Emitter<'a> {
                     ::grafo::__private::conv::conv2d_into(#sa, #xs, #sb, #ks, #stride, #pad, &mut #vid[..], #call_epi);
                 }
             }
-            _ => quote!(compile_error!("internal: linalg group without matmul or conv2d")),
+            _ => quote!(compile_error!(
+                "internal: linalg group without matmul or conv2d"
+            )),
         }
     }
 
@@ -676,7 +793,9 @@ impl<'a> Emitter<'a> {
         let fusable = crate::fuse::reduction_can_fuse(self.graph, g.root) && !in_shape.is_empty();
         if !fusable {
             // General axes: the runtime's strided reduction over the materialised input.
-            let Op::Reduce { axes, .. } = &rnode.op else { unreachable!("norm always fuses") };
+            let Op::Reduce { axes, .. } = &rnode.op else {
+                unreachable!("norm always fuses")
+            };
             let x = if in_shape.is_empty() {
                 let e = self.scalar_value(input);
                 quote!(&[#e][..])
@@ -709,15 +828,37 @@ impl<'a> Emitter<'a> {
         let split = reduction_split(self.graph, g.root);
         let all_axes = split == 0;
         // Accumulate f32 in f64 lanes; others in their own type.
-        let acc_t = if dt == DType::F32 { quote!(f64) } else { et.clone() };
-        let num = numeric();
-        let (init, combine): (TokenStream, Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>) = match kind {
-            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => (quote!(0.0), Box::new(|a, b| quote!(#a + #b))),
-            ReduceKind::Sum | ReduceKind::Mean => (quote!(0), Box::new(|a, b| quote!(::grafo::__private::Numeric::add(#a, #b)))),
-            ReduceKind::Max => (quote!(<#et as ::grafo::__private::Numeric>::LOWEST), Box::new(|a, b| quote!(::grafo::__private::Numeric::maximum(#a, #b)))),
-            ReduceKind::Min => (quote!(<#et as ::grafo::__private::Numeric>::HIGHEST), Box::new(|a, b| quote!(::grafo::__private::Numeric::minimum(#a, #b)))),
+        let acc_t = if dt == DType::F32 {
+            quote!(f64)
+        } else {
+            et.clone()
         };
-        let acc_t = if matches!(kind, ReduceKind::Max | ReduceKind::Min) { et.clone() } else { acc_t };
+        let num = numeric();
+        let (init, combine): (
+            TokenStream,
+            Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>,
+        ) = match kind {
+            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => {
+                (quote!(0.0), Box::new(|a, b| quote!(#a + #b)))
+            }
+            ReduceKind::Sum | ReduceKind::Mean => (
+                quote!(0),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::add(#a, #b))),
+            ),
+            ReduceKind::Max => (
+                quote!(<#et as ::grafo::__private::Numeric>::LOWEST),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::maximum(#a, #b))),
+            ),
+            ReduceKind::Min => (
+                quote!(<#et as ::grafo::__private::Numeric>::HIGHEST),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::minimum(#a, #b))),
+            ),
+        };
+        let acc_t = if matches!(kind, ReduceKind::Max | ReduceKind::Min) {
+            et.clone()
+        } else {
+            acc_t
+        };
         let to_acc = |e: TokenStream| -> TokenStream {
             if dt == DType::F32 && !matches!(kind, ReduceKind::Max | ReduceKind::Min) {
                 quote!((#e as f64))
@@ -728,7 +869,9 @@ impl<'a> Emitter<'a> {
         let finish = |total: TokenStream, count: TokenStream| -> TokenStream {
             match (kind, is_norm) {
                 (_, true) => quote!((#total.sqrt() as #et)),
-                (ReduceKind::Mean, _) if dt.is_float() => quote!(((#total / (#count as #acc_t)) as #et)),
+                (ReduceKind::Mean, _) if dt.is_float() => {
+                    quote!(((#total / (#count as #acc_t)) as #et))
+                }
                 (ReduceKind::Mean, _) => quote!(#num::div(#total, #count as #et)),
                 _ if dt == DType::F32 => quote!((#total as #et)),
                 _ => total,
@@ -737,10 +880,22 @@ impl<'a> Emitter<'a> {
         // The value reduced per element: the producer expression (squared for norm).
         let producer = g.producer.unwrap_or(input);
         let flat = all_axes && {
-            let leaves = if g.producer.is_some() { tree_leaves(self.graph, producer, &self.plan.materialised) } else { vec![input] };
-            leaves.iter().all(|&l| self.node(l).shape.is_empty() || self.node(l).shape == in_shape || self.store.get(&l) == Some(&Store::Scalar))
+            let leaves = if g.producer.is_some() {
+                tree_leaves(self.graph, producer, &self.plan.materialised)
+            } else {
+                vec![input]
+            };
+            leaves.iter().all(|&l| {
+                self.node(l).shape.is_empty()
+                    || self.node(l).shape == in_shape
+                    || self.store.get(&l) == Some(&Store::Scalar)
+            })
         };
-        let loop_split = if all_axes && !flat { in_shape.len() - 1 } else { split };
+        let loop_split = if all_axes && !flat {
+            in_shape.len() - 1
+        } else {
+            split
+        };
         let mut ll = if g.producer.is_some() {
             self.leaves(producer, &in_shape, loop_split, None, flat)
         } else {
@@ -750,15 +905,25 @@ impl<'a> Emitter<'a> {
             ll.params.push(quote!(__l0: &[#et]));
             ll.args.push(s);
             if flat {
-                ll.row_bind.push(quote!(let __l0 = &__l0[__first..__first + __n];));
+                ll.row_bind
+                    .push(quote!(let __l0 = &__l0[__first..__first + __n];));
             } else {
-                ll.row_bind.push(quote!(let __l0 = &__l0[__r * __n..__r * __n + __n];));
+                ll.row_bind
+                    .push(quote!(let __l0 = &__l0[__r * __n..__r * __n + __n];));
             }
             ll.reads.insert(input, quote!(__l0[__j]));
             ll
         };
-        let (lets, val) = if g.producer.is_some() { self.tree_lets(producer, &ll.reads) } else { (TokenStream::new(), ll.reads[&input].clone()) };
-        let val = if is_norm { quote!({ let __v = #val; __v * __v }) } else { val };
+        let (lets, val) = if g.producer.is_some() {
+            self.tree_lets(producer, &ll.reads)
+        } else {
+            (TokenStream::new(), ll.reads[&input].clone())
+        };
+        let val = if is_norm {
+            quote!({ let __v = #val; __v * __v })
+        } else {
+            val
+        };
         let val = to_acc(val);
         let lanes = 8usize;
         let acc_step = combine(quote!(__acc[__t]), quote!(__val));
@@ -788,7 +953,13 @@ impl<'a> Emitter<'a> {
         };
         let kname = self.kernel_name(g);
         let cost = self.cost(g);
-        let LoopLeaves { params, args, row_bind, pre, .. } = std::mem::take(&mut ll);
+        let LoopLeaves {
+            params,
+            args,
+            row_bind,
+            pre,
+            ..
+        } = std::mem::take(&mut ll);
         let in_len = len_expr(&in_shape);
         if all_axes {
             let combine_partials = combine(quote!(__a), quote!(__b));
@@ -873,13 +1044,18 @@ impl<'a> Emitter<'a> {
 
     fn assert(&mut self, g: &Group) -> TokenStream {
         let n = self.node(g.root).clone();
-        let Op::Assert { kind, message } = &n.op else { unreachable!("assert group") };
+        let Op::Assert { kind, message } = &n.op else {
+            unreachable!("assert group")
+        };
         let views: Vec<TokenStream> = n
             .inputs
             .iter()
             .map(|&i| {
                 let inode = self.node(i);
-                if inode.shape.is_empty() || !self.plan.materialised[i.0] || self.store.get(&i) == Some(&Store::Scalar) {
+                if inode.shape.is_empty()
+                    || !self.plan.materialised[i.0]
+                    || self.store.get(&i) == Some(&Store::Scalar)
+                {
                     let e = self.scalar_value(i);
                     quote!(::grafo::__private::compiled::view_of(::std::slice::from_ref(&#e), &[])?)
                 } else {
@@ -901,8 +1077,14 @@ impl<'a> Emitter<'a> {
             Predicate::Tensor(p) => self.scalar_value(*p),
             Predicate::Host(t) => quote!((#t)),
         };
-        let then_r = Region::Arm { cond: cid, then_arm: true };
-        let else_r = Region::Arm { cond: cid, then_arm: false };
+        let then_r = Region::Arm {
+            cond: cid,
+            then_arm: true,
+        };
+        let else_r = Region::Arm {
+            cond: cid,
+            then_arm: false,
+        };
         let moved_before = self.moved.clone();
         let store_before = self.store.clone();
         let (then_code, then_moved) = self.arm(then_r, &c.then_outputs, &c.results, g.id);
@@ -917,7 +1099,12 @@ impl<'a> Emitter<'a> {
             .iter()
             .chain(&c.else_outputs)
             .copied()
-            .filter(|&o| self.node(o).region != then_r && self.node(o).region != else_r && self.store.get(&o) == Some(&Store::Owned) && self.sched.last_use[o.0] == Some(g.id))
+            .filter(|&o| {
+                self.node(o).region != then_r
+                    && self.node(o).region != else_r
+                    && self.store.get(&o) == Some(&Store::Owned)
+                    && self.sched.last_use[o.0] == Some(g.id)
+            })
             .collect();
         let give = |moved: &[NodeId]| -> TokenStream {
             let mut t = TokenStream::new();
@@ -938,7 +1125,10 @@ impl<'a> Emitter<'a> {
         let then_give = give(&then_moved);
         let else_give = give(&else_moved);
         let mut moved = after_then_moved;
-        for m in after_else_moved.into_iter().chain(outer_dead.iter().copied()) {
+        for m in after_else_moved
+            .into_iter()
+            .chain(outer_dead.iter().copied())
+        {
             if !moved.contains(&m) {
                 moved.push(m);
             }
@@ -946,7 +1136,11 @@ impl<'a> Emitter<'a> {
         self.moved = moved;
         let names: Vec<Ident> = c.results.iter().map(|&r| v(r)).collect();
         for &r in &c.results {
-            let st = if self.node(r).shape.is_empty() { Store::Scalar } else { Store::Owned };
+            let st = if self.node(r).shape.is_empty() {
+                Store::Scalar
+            } else {
+                Store::Owned
+            };
             self.store.insert(r, st);
         }
         let (then_vals, else_vals) = (then_code.1, else_code.1);
@@ -966,7 +1160,13 @@ impl<'a> Emitter<'a> {
     }
 
     /// Emits one arm: its groups, then the values of the cond's outputs. Returns (code, values) and the outer values it moved.
-    fn arm(&mut self, r: Region, outs: &[NodeId], results: &[NodeId], cond_group: usize) -> ((TokenStream, Vec<TokenStream>), Vec<NodeId>) {
+    fn arm(
+        &mut self,
+        r: Region,
+        outs: &[NodeId],
+        results: &[NodeId],
+        cond_group: usize,
+    ) -> ((TokenStream, Vec<TokenStream>), Vec<NodeId>) {
         let code = self.region(r);
         let mut vals = Vec::new();
         let mut moved_outer = Vec::new();

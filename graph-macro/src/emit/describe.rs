@@ -33,7 +33,14 @@ fn region_tokens(r: Region, cond_index: &[Option<usize>]) -> TokenStream {
 }
 
 /// The body of `graph()`, building the `GraphDef`.
-pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Schedule, passes: &[&str]) -> TokenStream {
+pub fn body(
+    name: &str,
+    graph: &Graph,
+    params: &[Param],
+    plan: &Plan,
+    sched: &Schedule,
+    passes: &[&str],
+) -> TokenStream {
     // Live nodes, renumbered densely.
     let index: Vec<Option<usize>> = {
         let mut k = 0;
@@ -49,12 +56,23 @@ pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Sc
             })
             .collect()
     };
-    let live_conds: Vec<usize> = graph.conds.iter().enumerate().filter(|(_, c)| !c.removed && c.results.iter().any(|r| plan.live[r.0])).map(|(i, _)| i).collect();
-    let cond_index: Vec<Option<usize>> = (0..graph.conds.len()).map(|i| live_conds.iter().position(|&c| c == i)).collect();
+    let live_conds: Vec<usize> = graph
+        .conds
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.removed && c.results.iter().any(|r| plan.live[r.0]))
+        .map(|(i, _)| i)
+        .collect();
+    let cond_index: Vec<Option<usize>> = (0..graph.conds.len())
+        .map(|i| live_conds.iter().position(|&c| c == i))
+        .collect();
     let mut nodes = Vec::new();
     for (i, n) in graph.nodes.iter().enumerate() {
         let Some(id) = index[i] else { continue };
-        let nm = n.name.clone().unwrap_or_else(|| format!("{}_{}", n.op.name(), id));
+        let nm = n
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("{}_{}", n.op.name(), id));
         let op = n.op.name();
         let inputs: Vec<usize> = n.inputs.iter().filter_map(|x| index[x.0]).collect();
         let dt = dtype_tokens(n.dtype);
@@ -62,16 +80,32 @@ pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Sc
         let line = n.line;
         let attrs: Vec<(String, String)> = match &n.op {
             Op::Const { value, .. } => vec![("value".into(), value.to_string())],
-            Op::Reduce { axes, keep_dims, .. } => vec![("axes".into(), format!("{axes:?}")), ("keep_dims".into(), keep_dims.to_string())],
+            Op::Reduce {
+                axes, keep_dims, ..
+            } => vec![
+                ("axes".into(), format!("{axes:?}")),
+                ("keep_dims".into(), keep_dims.to_string()),
+            ],
             Op::Transpose { perm } => vec![("perm".into(), format!("{perm:?}"))],
-            Op::Conv2d { stride, padding } => vec![("stride".into(), stride.to_string()), ("padding".into(), format!("{padding:?}").to_uppercase())],
+            Op::Conv2d { stride, padding } => vec![
+                ("stride".into(), stride.to_string()),
+                ("padding".into(), format!("{padding:?}").to_uppercase()),
+            ],
             Op::Softmax { axis, .. } => vec![("axis".into(), axis.to_string())],
             Op::Assert { message, .. } => vec![("message".into(), message.clone())],
             Op::Host { expr } => vec![("expr".into(), expr.clone())],
-            Op::CondOut { cond, index } => vec![("cond".into(), cond_index[cond.0].unwrap_or(cond.0).to_string()), ("output".into(), index.to_string())],
+            Op::CondOut { cond, index } => vec![
+                (
+                    "cond".into(),
+                    cond_index[cond.0].unwrap_or(cond.0).to_string(),
+                ),
+                ("output".into(), index.to_string()),
+            ],
             _ => vec![],
         };
-        let attrs = attrs.iter().map(|(k, v)| quote!((::std::string::String::from(#k), ::std::string::String::from(#v))));
+        let attrs = attrs.iter().map(
+            |(k, v)| quote!((::std::string::String::from(#k), ::std::string::String::from(#v))),
+        );
         let region = region_tokens(n.region, &cond_index);
         let group = match plan.group_of[i] {
             Some(g) => quote!(::std::option::Option::Some(#g)),
@@ -97,11 +131,22 @@ pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Sc
             Predicate::Tensor(p) => index[p.0].unwrap_or(usize::MAX),
             Predicate::Host(_) => usize::MAX,
         };
-        let outs = c.names.iter().zip(c.then_outputs.iter().zip(&c.else_outputs)).map(|(nm, (t, e))| {
-            let (t, e) = (index[t.0].unwrap_or(usize::MAX), index[e.0].unwrap_or(usize::MAX));
-            quote!((::std::string::String::from(#nm), #t, #e))
-        });
-        let node = c.results.first().and_then(|r| index[r.0]).unwrap_or(usize::MAX);
+        let outs = c
+            .names
+            .iter()
+            .zip(c.then_outputs.iter().zip(&c.else_outputs))
+            .map(|(nm, (t, e))| {
+                let (t, e) = (
+                    index[t.0].unwrap_or(usize::MAX),
+                    index[e.0].unwrap_or(usize::MAX),
+                );
+                quote!((::std::string::String::from(#nm), #t, #e))
+            });
+        let node = c
+            .results
+            .first()
+            .and_then(|r| index[r.0])
+            .unwrap_or(usize::MAX);
         conds.push(quote!(::grafo::CondDef { id: #k, predicate: #pred, outputs: ::std::vec![#(#outs),*], node: #node }));
     }
     let mut groups = Vec::new();
@@ -129,8 +174,15 @@ pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Sc
     let mut buffers = Vec::new();
     for (s, (dt, values)) in sched.slots.iter().enumerate() {
         let dtt = dtype_tokens(*dt);
-        let sizes: Vec<String> = values.iter().map(|v| Monomial::of(&graph.node(*v).shape).to_string()).collect();
-        let size = if sizes.len() == 1 { sizes[0].clone() } else { format!("max({})", sizes.join(", ")) };
+        let sizes: Vec<String> = values
+            .iter()
+            .map(|v| Monomial::of(&graph.node(*v).shape).to_string())
+            .collect();
+        let size = if sizes.len() == 1 {
+            sizes[0].clone()
+        } else {
+            format!("max({})", sizes.join(", "))
+        };
         let vals: Vec<usize> = values.iter().filter_map(|x| index[x.0]).collect();
         buffers.push(quote!(::grafo::BufferDef { id: #s, dtype: #dtt, size: ::std::string::String::from(#size), values: ::std::vec![#(#vals),*] }));
     }
@@ -141,7 +193,11 @@ pub fn body(name: &str, graph: &Graph, params: &[Param], plan: &Plan, sched: &Sc
                 let nm = t.name.to_string();
                 let dt = dtype_tokens(t.dtype);
                 let shape = dims_tokens(&t.shape);
-                let node = graph.nodes.iter().position(|n| n.op == Op::Input { param: i }).and_then(|x| index[x]);
+                let node = graph
+                    .nodes
+                    .iter()
+                    .position(|n| n.op == Op::Input { param: i })
+                    .and_then(|x| index[x]);
                 let node = match node {
                     Some(x) => quote!(::std::option::Option::Some(#x)),
                     None => quote!(::std::option::Option::None),

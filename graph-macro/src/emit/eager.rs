@@ -20,7 +20,11 @@ pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
         let dt = super::dim_ty(rank);
         let id = e(o);
         let again = graph.outputs[k + 1..].contains(&o);
-        let val = if again { quote!(#id.to_owned()) } else { quote!(#id.into_owned()) };
+        let val = if again {
+            quote!(#id.to_owned())
+        } else {
+            quote!(#id.into_owned())
+        };
         results.push(quote!(::grafo::__private::compiled::into_rank::<#et, #dt>(#val)?));
     }
     out.extend(quote!(let __results = (#(#results,)*);));
@@ -66,7 +70,9 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
     };
     let value = match &n.op {
         Op::Input { param } => {
-            let Param::Tensor(t) = &params[*param] else { unreachable!("input of a tensor param") };
+            let Param::Tensor(t) = &params[*param] else {
+                unreachable!("input of a tensor param")
+            };
             let name = &t.name;
             quote!(#name.view().into_dyn())
         }
@@ -92,7 +98,11 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             let x = &ins[0];
             quote!(#ev::cast::<#et, _>(#x)?)
         }
-        Op::Reduce { kind, axes, keep_dims } => {
+        Op::Reduce {
+            kind,
+            axes,
+            keep_dims,
+        } => {
             let x = &ins[0];
             let f = format_ident!("{}", kind.name());
             let axes = axes.iter().map(|&a| a as isize);
@@ -119,7 +129,11 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
         }
         Op::Softmax { axis, log } => {
             let x = &ins[0];
-            let f = if *log { format_ident!("log_softmax") } else { format_ident!("softmax") };
+            let f = if *log {
+                format_ident!("log_softmax")
+            } else {
+                format_ident!("softmax")
+            };
             let axis = *axis as isize;
             quote!(#ev::#f(#x, #axis)?)
         }
@@ -144,7 +158,12 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
     };
     let last_result = c.results.iter().map(|r| r.0).max().unwrap_or(0);
     let used_later = |v: NodeId| {
-        graph.nodes.iter().enumerate().any(|(i, n)| i > last_result && !n.poisoned && n.inputs.contains(&v)) || graph.outputs.contains(&v)
+        graph
+            .nodes
+            .iter()
+            .enumerate()
+            .any(|(i, n)| i > last_result && !n.poisoned && n.inputs.contains(&v))
+            || graph.outputs.contains(&v)
     };
     let vals = |outs: &[NodeId], r: Region| -> Vec<TokenStream> {
         outs.iter()
@@ -152,7 +171,9 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
             .map(|(k, &o)| {
                 let x = e(o);
                 let twice = outs[k + 1..].contains(&o);
-                if graph.node(o).region == r && !twice || !used_later(o) && !twice && !outs[..k].contains(&o) {
+                if graph.node(o).region == r && !twice
+                    || !used_later(o) && !twice && !outs[..k].contains(&o)
+                {
                     quote!(#x.into_owned())
                 } else {
                     quote!(#x.to_owned())
@@ -160,8 +181,14 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
             })
             .collect()
     };
-    let then_r = Region::Arm { cond: cid, then_arm: true };
-    let else_r = Region::Arm { cond: cid, then_arm: false };
+    let then_r = Region::Arm {
+        cond: cid,
+        then_arm: true,
+    };
+    let else_r = Region::Arm {
+        cond: cid,
+        then_arm: false,
+    };
     let then_body = region(graph, params, then_r);
     let else_body = region(graph, params, else_r);
     let then_vals = vals(&c.then_outputs, then_r);

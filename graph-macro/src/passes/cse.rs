@@ -14,7 +14,11 @@ pub fn run(graph: &mut Graph) {
         }
         let twin = seen.iter().copied().find(|&s| {
             let m = graph.node(s);
-            m.op == n.op && m.inputs == n.inputs && m.dtype == n.dtype && m.shape == n.shape && visible(graph, m.region, n.region)
+            m.op == n.op
+                && m.inputs == n.inputs
+                && m.dtype == n.dtype
+                && m.shape == n.shape
+                && visible(graph, m.region, n.region)
         });
         match twin {
             Some(t) => replace_uses(graph, id, t),

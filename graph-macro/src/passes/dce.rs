@@ -6,7 +6,11 @@ use crate::ir::*;
 pub fn run(graph: &mut Graph) {
     let live = live_nodes(graph);
     for c in graph.conds.iter_mut() {
-        if !c.removed && !c.results.iter().any(|r| live[r.0]) && c.then_effects.is_empty() && c.else_effects.is_empty() {
+        if !c.removed
+            && !c.results.iter().any(|r| live[r.0])
+            && c.then_effects.is_empty()
+            && c.else_effects.is_empty()
+        {
             c.removed = true;
         }
     }
@@ -53,7 +57,11 @@ pub fn live_nodes(graph: &Graph) -> Vec<bool> {
         // A cond with effects in its arms runs even when none of its results is used.
         let mut more = false;
         for (ci, c) in graph.conds.iter().enumerate() {
-            if !cond_live[ci] && !c.removed && (!c.then_effects.is_empty() || !c.else_effects.is_empty()) && region_live(graph, c.region, &cond_live) {
+            if !cond_live[ci]
+                && !c.removed
+                && (!c.then_effects.is_empty() || !c.else_effects.is_empty())
+                && region_live(graph, c.region, &cond_live)
+            {
                 cond_live[ci] = true;
                 stack.extend(c.then_effects.iter().copied());
                 stack.extend(c.else_effects.iter().copied());
@@ -73,6 +81,8 @@ pub fn live_nodes(graph: &Graph) -> Vec<bool> {
 fn region_live(graph: &Graph, r: Region, cond_live: &[bool]) -> bool {
     match r {
         Region::Main => true,
-        Region::Arm { cond, .. } => cond_live[cond.0] && region_live(graph, graph.conds[cond.0].region, cond_live),
+        Region::Arm { cond, .. } => {
+            cond_live[cond.0] && region_live(graph, graph.conds[cond.0].region, cond_live)
+        }
     }
 }

@@ -134,7 +134,8 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
         if node.poisoned || !node.shape.is_empty() {
             continue;
         }
-        let consts: Option<Vec<Scalar>> = node.inputs.iter().map(|&x| graph.const_value(x)).collect();
+        let consts: Option<Vec<Scalar>> =
+            node.inputs.iter().map(|&x| graph.const_value(x)).collect();
         let Some(c) = consts else { continue };
         let folded = match (&node.op, c.as_slice()) {
             (Op::Binary(op), [a, b]) => fold_binary(*op, *a, *b).map(|v| v.convert(node.dtype)),
@@ -157,7 +158,9 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
 fn decide_asserts(graph: &mut Graph, diag: &mut Diagnostics) {
     let mut decided = Vec::new();
     for (i, n) in graph.nodes.iter().enumerate() {
-        let Op::Assert { kind, message } = &n.op else { continue };
+        let Op::Assert { kind, message } = &n.op else {
+            continue;
+        };
         let consts: Option<Vec<Scalar>> = n.inputs.iter().map(|&x| graph.const_value(x)).collect();
         let Some(c) = consts else { continue };
         let ok = match (kind, c.as_slice()) {
@@ -169,7 +172,14 @@ fn decide_asserts(graph: &mut Graph, diag: &mut Diagnostics) {
         };
         if !ok {
             let vals: Vec<String> = c.iter().map(|v| v.to_string()).collect();
-            diag.error(n.span, format!("`{}` fails at compile time on constants ({}): {message}", kind.name(), vals.join(", ")));
+            diag.error(
+                n.span,
+                format!(
+                    "`{}` fails at compile time on constants ({}): {message}",
+                    kind.name(),
+                    vals.join(", ")
+                ),
+            );
         }
         decided.push(NodeId(i));
     }
@@ -189,15 +199,30 @@ fn prune_conds(graph: &mut Graph) {
         if c.removed {
             continue;
         }
-        let Predicate::Tensor(p) = c.predicate else { continue };
-        let Some(Scalar::Bool(taken)) = graph.const_value(p) else { continue };
-        let outs = if taken { &c.then_outputs } else { &c.else_outputs };
-        let effects = if taken { &c.then_effects } else { &c.else_effects };
+        let Predicate::Tensor(p) = c.predicate else {
+            continue;
+        };
+        let Some(Scalar::Bool(taken)) = graph.const_value(p) else {
+            continue;
+        };
+        let outs = if taken {
+            &c.then_outputs
+        } else {
+            &c.else_outputs
+        };
+        let effects = if taken {
+            &c.then_effects
+        } else {
+            &c.else_effects
+        };
         for (r, o) in c.results.iter().zip(outs) {
             replace_uses(graph, *r, *o);
         }
         // The taken arm's nodes now run in the cond's own region.
-        let arm = Region::Arm { cond: CondId(ci), then_arm: taken };
+        let arm = Region::Arm {
+            cond: CondId(ci),
+            then_arm: taken,
+        };
         for n in graph.nodes.iter_mut() {
             if n.region == arm {
                 n.region = c.region;

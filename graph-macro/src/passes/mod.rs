@@ -19,7 +19,13 @@ pub struct PassConfig {
 
 impl Default for PassConfig {
     fn default() -> Self {
-        PassConfig { fold: true, cse: true, dce: true, simplify: true, fusion: true }
+        PassConfig {
+            fold: true,
+            cse: true,
+            dce: true,
+            simplify: true,
+            fusion: true,
+        }
     }
 }
 

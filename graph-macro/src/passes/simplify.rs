@@ -15,22 +15,59 @@ pub fn run(graph: &mut Graph) {
         if n.poisoned {
             continue;
         }
-        let same_shape = |g: &Graph, x: NodeId| g.node(x).shape == n.shape && g.node(x).dtype == n.dtype;
+        let same_shape =
+            |g: &Graph, x: NodeId| g.node(x).shape == n.shape && g.node(x).dtype == n.dtype;
         let forward = match (&n.op, n.inputs.as_slice()) {
-            (Op::Binary(BinaryOp::Mul), [a, b]) if is_const(graph, *b, 1.0) && same_shape(graph, *a) => Some(*a),
-            (Op::Binary(BinaryOp::Mul), [a, b]) if is_const(graph, *a, 1.0) && same_shape(graph, *b) => Some(*b),
-            (Op::Binary(BinaryOp::Add), [a, b]) if is_const(graph, *b, 0.0) && same_shape(graph, *a) => Some(*a),
-            (Op::Binary(BinaryOp::Add), [a, b]) if is_const(graph, *a, 0.0) && same_shape(graph, *b) => Some(*b),
-            (Op::Binary(BinaryOp::Sub), [a, b]) if is_const(graph, *b, 0.0) && same_shape(graph, *a) => Some(*a),
-            (Op::Binary(BinaryOp::Div), [a, b]) if is_const(graph, *b, 1.0) && same_shape(graph, *a) => Some(*a),
-            (Op::Unary(UnaryOp::Neg), [a]) => match (&graph.node(*a).op, graph.node(*a).inputs.as_slice()) {
-                (Op::Unary(UnaryOp::Neg), [x]) => Some(*x),
-                _ => None,
-            },
-            (Op::Transpose { perm }, [a]) => match (&graph.node(*a).op, graph.node(*a).inputs.as_slice()) {
-                (Op::Transpose { perm: inner }, [x]) if perm.iter().map(|&p| inner[p]).enumerate().all(|(i, q)| i == q) => Some(*x),
-                _ => None,
-            },
+            (Op::Binary(BinaryOp::Mul), [a, b])
+                if is_const(graph, *b, 1.0) && same_shape(graph, *a) =>
+            {
+                Some(*a)
+            }
+            (Op::Binary(BinaryOp::Mul), [a, b])
+                if is_const(graph, *a, 1.0) && same_shape(graph, *b) =>
+            {
+                Some(*b)
+            }
+            (Op::Binary(BinaryOp::Add), [a, b])
+                if is_const(graph, *b, 0.0) && same_shape(graph, *a) =>
+            {
+                Some(*a)
+            }
+            (Op::Binary(BinaryOp::Add), [a, b])
+                if is_const(graph, *a, 0.0) && same_shape(graph, *b) =>
+            {
+                Some(*b)
+            }
+            (Op::Binary(BinaryOp::Sub), [a, b])
+                if is_const(graph, *b, 0.0) && same_shape(graph, *a) =>
+            {
+                Some(*a)
+            }
+            (Op::Binary(BinaryOp::Div), [a, b])
+                if is_const(graph, *b, 1.0) && same_shape(graph, *a) =>
+            {
+                Some(*a)
+            }
+            (Op::Unary(UnaryOp::Neg), [a]) => {
+                match (&graph.node(*a).op, graph.node(*a).inputs.as_slice()) {
+                    (Op::Unary(UnaryOp::Neg), [x]) => Some(*x),
+                    _ => None,
+                }
+            }
+            (Op::Transpose { perm }, [a]) => {
+                match (&graph.node(*a).op, graph.node(*a).inputs.as_slice()) {
+                    (Op::Transpose { perm: inner }, [x])
+                        if perm
+                            .iter()
+                            .map(|&p| inner[p])
+                            .enumerate()
+                            .all(|(i, q)| i == q) =>
+                    {
+                        Some(*x)
+                    }
+                    _ => None,
+                }
+            }
             _ => None,
         };
         if let Some(to) = forward {
@@ -39,8 +76,14 @@ pub fn run(graph: &mut Graph) {
         }
         // Integer `x * 0` is 0 (for floats it is not: NaN and inf).
         if let (Op::Binary(BinaryOp::Mul), [a, b]) = (&n.op, n.inputs.as_slice()) {
-            if n.dtype.is_int() && n.shape.is_empty() && (is_const(graph, *a, 0.0) || is_const(graph, *b, 0.0)) {
-                graph.node_mut(id).op = Op::Const { value: Scalar::Int(0), weak: false };
+            if n.dtype.is_int()
+                && n.shape.is_empty()
+                && (is_const(graph, *a, 0.0) || is_const(graph, *b, 0.0))
+            {
+                graph.node_mut(id).op = Op::Const {
+                    value: Scalar::Int(0),
+                    weak: false,
+                };
                 graph.node_mut(id).inputs.clear();
                 continue;
             }
@@ -49,11 +92,15 @@ pub fn run(graph: &mut Graph) {
         if let (Op::Binary(BinaryOp::Div), [a, b]) = (&n.op, n.inputs.as_slice()) {
             if let Some(Scalar::Float(c)) = graph.const_value(*b) {
                 let r = 1.0 / c;
-                let exact = c != 0.0 && c.is_finite() && r.is_finite() && (c.abs().log2().fract() == 0.0);
+                let exact =
+                    c != 0.0 && c.is_finite() && r.is_finite() && (c.abs().log2().fract() == 0.0);
                 if exact && n.dtype.is_float() {
                     let span = graph.node(*b).span;
                     let recip = graph.push(Node {
-                        op: Op::Const { value: Scalar::Float(r), weak: false },
+                        op: Op::Const {
+                            value: Scalar::Float(r),
+                            weak: false,
+                        },
                         inputs: vec![],
                         dtype: n.dtype,
                         shape: vec![],
