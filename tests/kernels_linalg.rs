@@ -23,6 +23,8 @@ const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
     (67, 45, 31),
     (129, 63, 71),
     (3, 1023, 5),
+    // Few rows, many columns: the row block is split into parallel column panels.
+    (40, 100, 200),
 ];
 
 fn check_matmul<T: GemmElement>(seed: u64) {
@@ -93,7 +95,12 @@ fn matmul_batched_and_broadcast() {
 fn matmul_epilogue_runs_once_per_element_with_its_position() {
     let mut rng = Rng::new(6);
     // Small (sequential path) and large (parallel blocks), batched.
-    for &(batch, m, k, n) in &[(1, 5, 4, 3), (2, 150, 40, 60), (2, 9, 0, 5)] {
+    for &(batch, m, k, n) in &[
+        (1, 5, 4, 3),
+        (2, 150, 40, 60),
+        (1, 40, 100, 200),
+        (2, 9, 0, 5),
+    ] {
         let a: Vec<f64> = rng.values(batch * m * k);
         let b: Vec<f64> = rng.values(batch * k * n);
         let dims = MatmulDims {
@@ -128,6 +135,25 @@ fn matmul_epilogue_runs_once_per_element_with_its_position() {
             );
         }
     }
+}
+
+#[test]
+fn block_plans_cover_the_output() {
+    use graph_runtime::matmul::block_plan;
+    for &(m, k, n, batch) in &[
+        (1024, 1024, 1024, 1),
+        (256, 784, 512, 1),
+        (256, 512, 10, 1),
+        (40, 100, 200, 1),
+        (7, 3, 5, 4),
+    ] {
+        let plan = block_plan(m, k, n, batch);
+        assert!(plan.rows >= 1 && plan.rows <= m, "{plan:?}");
+        assert!(plan.cols >= 1, "{plan:?}");
+    }
+    // A tall product is split by rows only; a short wide one gets column panels.
+    assert!(block_plan(1024, 1024, 1024, 1).cols >= 1024);
+    assert!(block_plan(40, 100, 200, 1).cols < 200);
 }
 
 #[test]
@@ -199,6 +225,9 @@ fn conv2d_matches_naive() {
         ([1, 6, 6, 4], [1, 1, 4, 7], 2, VALID),
         ([1, 3, 3, 2], [5, 5, 2, 3], 1, SAME),
         ([1, 4, 4, 3], [4, 4, 3, 2], 1, VALID),
+        // 16 + 8 output channels: both column panels of the f32 gather kernel.
+        ([1, 9, 7, 5], [3, 3, 5, 24], 1, SAME),
+        ([2, 5, 5, 3], [2, 2, 3, 8], 2, VALID),
         // Large enough to split into parallel blocks.
         ([2, 33, 31, 3], [3, 3, 3, 16], 1, SAME),
     ];

@@ -27,6 +27,12 @@ pub const VALID: Padding = Padding::Valid;
 /// Target size in bytes of one block's im2col matrix: it should stay in L2 while the GEMM reads it.
 pub const IM2COL_BLOCK_BYTES: usize = 1 << 17;
 
+/// Target size in bytes of one block of output: it should stay in L2 until the epilogue has run.
+pub const OUT_BLOCK_BYTES: usize = 1 << 18;
+
+/// Pixels handed to one gather-GEMM call (the size of its stack table of row offsets).
+const GATHER_PIXELS: usize = 64;
+
 /// Convolutions with fewer multiply-adds than this run on the calling thread.
 pub const SEQUENTIAL_MACS: usize = 1 << 16;
 
@@ -147,29 +153,148 @@ pub fn conv2d_into<T: GemmElement, E>(
         pad_left: pad_before(w, ow, kw, stride, padding),
     };
     let pixels = n * oh * ow;
+    // With a gather kernel, interior patches are read in place through a table of offsets.
+    let gather = T::has_gather_kernel(cout).then(|| GatherTables::new(&g));
     let run = |(bi, block): (usize, &mut [T]), pb: usize| {
         let p0 = bi * pb;
-        conv_block(x, k, &g, p0, block);
+        match &gather {
+            Some(t) => conv_block_gather(x, k, &g, t, p0, block),
+            None => conv_block(x, k, &g, p0, block),
+        }
         epilogue(p0, block);
     };
     if pixels.saturating_mul(g.patch()).saturating_mul(cout) < SEQUENTIAL_MACS {
         run((0, out), pixels);
         return;
     }
-    let pb = pixels_per_block(pixels, g.patch(), std::mem::size_of::<T>());
+    let scratch_elems = if gather.is_some() { 0 } else { g.patch() };
+    let pb = pixels_per_block(pixels, scratch_elems + cout, std::mem::size_of::<T>());
     // LOOP 1 (parallel): over blocks of `pb` output pixels.
     out.par_chunks_mut(pb * cout)
         .enumerate()
         .for_each(|item| run(item, pb));
 }
 
-/// Output pixels per parallel block: the im2col matrix fits `IM2COL_BLOCK_BYTES`, and there are enough blocks to share.
-fn pixels_per_block(pixels: usize, patch: usize, elem: usize) -> usize {
+/// Output pixels per parallel block: a block's scratch and output (`per_pixel` elements a
+/// pixel) fit `IM2COL_BLOCK_BYTES + OUT_BLOCK_BYTES`, and there are enough blocks to share.
+fn pixels_per_block(pixels: usize, per_pixel: usize, elem: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
-    let by_cache = IM2COL_BLOCK_BYTES / (patch.max(1) * elem);
+    let by_cache = (IM2COL_BLOCK_BYTES + OUT_BLOCK_BYTES) / (per_pixel.max(1) * elem);
     let by_balance = pixels.div_ceil(threads * BLOCKS_PER_THREAD);
     let pb = by_cache.min(by_balance).max(ROW_ALIGN);
     pb.div_ceil(ROW_ALIGN) * ROW_ALIGN
+}
+
+/// Offset tables of the gather path, built once per convolution.
+struct GatherTables {
+    /// Offset in `x` of each patch element from the patch's first element: `(i*W + j)*Cin + c`.
+    in_place: Vec<usize>,
+    /// `0..patch`: the columns of an im2col row.
+    copied: Vec<usize>,
+}
+
+impl GatherTables {
+    fn new(g: &Geometry) -> GatherTables {
+        let mut in_place = Vec::with_capacity(g.patch());
+        for i in 0..g.kh {
+            for j in 0..g.kw {
+                in_place.extend((0..g.cin).map(|c| (i * g.w + j) * g.cin + c));
+            }
+        }
+        GatherTables {
+            in_place,
+            copied: (0..g.patch()).collect(),
+        }
+    }
+}
+
+/// An output pixel as (image, row, column), stepped without divisions.
+#[derive(Clone, Copy)]
+struct Pixel {
+    n: usize,
+    oh: usize,
+    ow: usize,
+}
+
+impl Pixel {
+    /// Pixel `p`, counted flat over N, OH, OW.
+    fn at(g: &Geometry, p: usize) -> Pixel {
+        Pixel {
+            n: p / (g.ow * g.oh),
+            oh: (p / g.ow) % g.oh,
+            ow: p % g.ow,
+        }
+    }
+
+    /// The next pixel in row-major order.
+    #[inline]
+    fn step(&mut self, g: &Geometry) {
+        self.ow += 1;
+        if self.ow == g.ow {
+            self.ow = 0;
+            self.oh += 1;
+            if self.oh == g.oh {
+                self.oh = 0;
+                self.n += 1;
+            }
+        }
+    }
+
+    /// Where this pixel's patch starts in `x`, if the whole patch lies inside the input.
+    #[inline]
+    fn interior_origin(self, g: &Geometry) -> Option<usize> {
+        let ih = (self.oh * g.stride).checked_sub(g.pad_top)?;
+        let iw = (self.ow * g.stride).checked_sub(g.pad_left)?;
+        (ih + g.kh <= g.h && iw + g.kw <= g.w).then(|| ((self.n * g.h + ih) * g.w + iw) * g.cin)
+    }
+}
+
+/// One block on the gather kernel: runs of interior pixels read `x` in place, runs of
+/// border pixels go through a small im2col scratch.
+fn conv_block_gather<T: GemmElement>(
+    x: &[T],
+    k: &[T],
+    g: &Geometry,
+    t: &GatherTables,
+    p0: usize,
+    block: &mut [T],
+) {
+    let rows = block.len() / g.cout;
+    let patch = g.patch();
+    if patch == 0 {
+        block.fill(T::ZERO);
+        return;
+    }
+    T::with_scratch(GATHER_PIXELS * patch, |cols| {
+        let mut offsets = [0usize; GATHER_PIXELS];
+        let mut px = Pixel::at(g, p0);
+        let mut q = 0;
+        // LOOP 2: over runs of pixels of one kind (interior or border), at most GATHER_PIXELS long.
+        while q < rows {
+            let interior = px.interior_origin(g).is_some();
+            let mut cnt = 0;
+            while q + cnt < rows && cnt < GATHER_PIXELS {
+                match (interior, px.interior_origin(g)) {
+                    (true, Some(origin)) => offsets[cnt] = origin,
+                    (false, None) => {
+                        im2col_pixel(x, g, px, &mut cols[cnt * patch..(cnt + 1) * patch]);
+                        offsets[cnt] = cnt * patch;
+                    }
+                    _ => break,
+                }
+                px.step(g);
+                cnt += 1;
+            }
+            let out = &mut block[q * g.cout..(q + cnt) * g.cout];
+            // LOOP 3 (in the micro-kernel): column panels, row tiles, the patch.
+            if interior {
+                T::gemm_gather(x, &offsets[..cnt], &t.in_place, k, g.cout, out);
+            } else {
+                T::gemm_gather(cols, &offsets[..cnt], &t.copied, k, g.cout, out);
+            }
+            q += cnt;
+        }
+    });
 }
 
 /// One block: im2col of pixels `p0..p0 + block.len() / Cout` into scratch, then the GEMM into `block`.
@@ -195,20 +320,24 @@ fn conv_block<T: GemmElement>(x: &[T], k: &[T], g: &Geometry, p0: usize, block: 
     }
     T::with_scratch(rows * patch, |cols| {
         // LOOP 2: over the block's pixels, gathering each patch.
-        for (r, col) in cols.chunks_exact_mut(patch).enumerate() {
-            im2col_pixel(x, g, p0 + r, col);
+        let mut px = Pixel::at(g, p0);
+        for col in cols.chunks_exact_mut(patch) {
+            im2col_pixel(x, g, px, col);
+            px.step(g);
         }
         // LOOP 3 (inside the GEMM core): [rows, patch] x [patch, Cout].
         T::gemm_block(rows, patch, g.cout, cols, k, block);
     });
 }
 
-/// Writes the patch of output pixel `p` (flat over N, OH, OW) into `col`, zeros where it overhangs the input.
+/// Writes the patch of output pixel `px` into `col`, zeros where it overhangs the input.
 #[inline]
-fn im2col_pixel<T: GemmElement>(x: &[T], g: &Geometry, p: usize, col: &mut [T]) {
-    let ow_i = p % g.ow;
-    let oh_i = (p / g.ow) % g.oh;
-    let n_i = p / (g.ow * g.oh);
+fn im2col_pixel<T: GemmElement>(x: &[T], g: &Geometry, px: Pixel, col: &mut [T]) {
+    let Pixel {
+        n: n_i,
+        oh: oh_i,
+        ow: ow_i,
+    } = px;
     let row_len = g.kw * g.cin;
     // Input column of the patch's first kernel column; may be "negative" (in the padding).
     let iw0 = (ow_i * g.stride) as isize - g.pad_left as isize;
