@@ -6,7 +6,6 @@
 //! recompute than to write and read back).
 
 use crate::ir::*;
-use crate::passes::cse::visible;
 use crate::passes::PassConfig;
 
 /// How one leaf of a fused expression is read, relative to the group's rows.
@@ -120,7 +119,6 @@ pub struct Plan {
     pub live: Vec<bool>,
     /// Whether each node is materialised (a buffer or a scalar local) rather than inlined.
     pub materialised: Vec<bool>,
-    pub uses: Vec<usize>,
     pub groups: Vec<Group>,
     /// The group that produces each node (inlined nodes: the group they are fused into, if unique).
     pub group_of: Vec<Option<usize>>,
@@ -343,7 +341,6 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     Plan {
         live,
         materialised,
-        uses,
         groups,
         group_of,
     }
@@ -446,9 +443,4 @@ pub fn tree_leaves(graph: &Graph, id: NodeId, materialised: &[bool]) -> Vec<Node
     }
     out.sort();
     out
-}
-
-/// Whether `def`'s region encloses `at` (used by the scheduler to place frees).
-pub fn encloses(graph: &Graph, def: Region, at: Region) -> bool {
-    visible(graph, def, at)
 }

@@ -322,7 +322,7 @@ pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
                 }
             }
             if to.coef == 0
-                || from.coef % to.coef != 0
+                || !from.coef.is_multiple_of(to.coef)
                 || rest.len() > 1
                 || (rest.len() == 1 && from.coef / to.coef != 1)
             {

@@ -63,10 +63,6 @@ impl DType {
         matches!(self, DType::I32 | DType::I64)
     }
 
-    pub fn is_numeric(self) -> bool {
-        self != DType::Bool
-    }
-
     /// The variant name in `grafo::DType`.
     pub fn variant(self) -> &'static str {
         match self {
@@ -497,7 +493,6 @@ pub struct Cond {
     /// Effect nodes (asserts) inside each arm, which must run when that arm runs.
     pub then_effects: Vec<NodeId>,
     pub else_effects: Vec<NodeId>,
-    pub span: Span,
     /// Set when an optimisation removed the cond (its results forward an arm's values).
     pub removed: bool,
 }
@@ -521,6 +516,7 @@ pub struct HostParam {
 }
 
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)]
 pub enum Param {
     Tensor(TensorParam),
     Host(HostParam),
@@ -531,7 +527,6 @@ pub enum Param {
 pub struct OutputDecl {
     pub dtype: DType,
     pub shape: Shape,
-    pub span: Span,
 }
 
 /// The whole graph of one `#[graph]` function.

@@ -130,8 +130,8 @@ pub fn lower(
             );
         } else {
             for (i, (v, decl)) in values.iter().zip(outputs).enumerate() {
-                match lw.tensor_of(v, ret_span, "a result") {
-                    Some(id) => {
+                if let Some(id) = lw.tensor_of(v, ret_span, "a result") {
+                    {
                         let id = lw.resolve_weak_to(id, decl.dtype, ret_span);
                         let n = lw.graph.node(id);
                         if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
@@ -149,7 +149,6 @@ pub fn lower(
                         }
                         lw.graph.outputs.push(id);
                     }
-                    None => {}
                 }
             }
         }
@@ -1069,7 +1068,6 @@ impl Lowerer<'_> {
             results: vec![],
             then_effects: vec![],
             else_effects: vec![],
-            span,
             removed: false,
         });
         let snapshot = self.snapshot();

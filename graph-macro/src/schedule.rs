@@ -9,8 +9,6 @@ use std::collections::HashMap;
 pub struct Schedule {
     /// Group ids of each region, in the order they run.
     pub region_groups: HashMap<Region, Vec<usize>>,
-    /// The materialised values each group reads.
-    pub reads: Vec<Vec<NodeId>>,
     /// Values whose buffer goes back to its slot right after each group (region-local).
     pub frees_after: Vec<Vec<NodeId>>,
     /// The slot of each value held in a reusable buffer.
@@ -21,15 +19,6 @@ pub struct Schedule {
     pub slots: Vec<(DType, Vec<NodeId>)>,
     /// The last group (effective, in the value's own region) that reads each value.
     pub last_use: Vec<Option<usize>>,
-}
-
-/// The values a group produces.
-pub fn group_values(graph: &Graph, g: &Group) -> Vec<NodeId> {
-    match g.kind {
-        GroupKind::Cond => graph.conds[g.cond.expect("cond group").0].results.clone(),
-        GroupKind::Assert => vec![],
-        _ => vec![g.root],
-    }
 }
 
 /// The materialised values a group reads.
@@ -164,7 +153,6 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
     }
     Schedule {
         region_groups,
-        reads,
         frees_after,
         slot,
         fresh,

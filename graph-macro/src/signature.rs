@@ -71,24 +71,13 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
                 }
                 for e in &t.elems {
                     if let Some((dtype, shape)) = parse_tensor_type(e, diag, "a result") {
-                        outs.push(OutputDecl {
-                            dtype,
-                            shape,
-                            span: e.span(),
-                        });
+                        outs.push(OutputDecl { dtype, shape });
                     }
                 }
                 (outs, true)
             }
             other => match parse_tensor_type(other, diag, "the result") {
-                Some((dtype, shape)) => (
-                    vec![OutputDecl {
-                        dtype,
-                        shape,
-                        span: other.span(),
-                    }],
-                    false,
-                ),
+                Some((dtype, shape)) => (vec![OutputDecl { dtype, shape }], false),
                 None => (Vec::new(), false),
             },
         },

@@ -204,11 +204,6 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Labels of the groups for the profiler (ops and shape).
-    pub fn labels(&self) -> &[String] {
-        &self.profile_labels
-    }
-
     fn node(&self, id: NodeId) -> &Node {
         self.graph.node(id)
     }
@@ -1186,7 +1181,7 @@ impl<'a> Emitter<'a> {
                     moved_outer.push(o);
                 }
                 vals.push(quote!(#vid));
-            } else if self.store.get(&o).is_none() || self.store.get(&o) == Some(&Store::Scalar) {
+            } else if !self.store.contains_key(&o) || self.store.get(&o) == Some(&Store::Scalar) {
                 let e = self.scalar_value(o);
                 let len = len_expr(&self.node(o).shape);
                 vals.push(quote!(::std::vec![#e; #len]));
