@@ -10,6 +10,8 @@ mod lower;
 mod passes;
 mod schedule;
 mod signature;
+#[cfg(test)]
+mod tests;
 
 use proc_macro::TokenStream;
 

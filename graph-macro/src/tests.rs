@@ -1,0 +1,255 @@
+//! Unit tests of the pipeline on tiny graphs: each pass asserted on the graph after it, and snapshots of the emitted code.
+
+use crate::diag::Diagnostics;
+use crate::ir::*;
+use crate::passes::{self, PassConfig};
+use crate::signature::parse_signature;
+use crate::{fuse, lower, schedule};
+use quote::quote;
+
+/// Parses and lowers a `#[graph]` function given as tokens.
+fn lowered(item: proc_macro2::TokenStream) -> (Graph, Diagnostics) {
+    let func: syn::ItemFn = syn::parse2(item).expect("a function");
+    let mut diag = Diagnostics::default();
+    let sig = parse_signature(&func.sig, &mut diag);
+    let l = lower::lower(
+        &sig.params,
+        &sig.outputs,
+        &func.block,
+        func.sig.ident.span(),
+        &mut diag,
+    );
+    (l.graph, diag)
+}
+
+fn live_ops(g: &Graph) -> Vec<String> {
+    let live = passes::dce::live_nodes(g);
+    g.nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| live[*i])
+        .map(|(_, n)| n.op.name())
+        .collect()
+}
+
+#[test]
+fn fold_turns_constant_add_into_one_constant() {
+    let (mut g, mut d) = lowered(quote! {
+        fn suma() -> Tensor<i32> { constant(5) + constant(3) }
+    });
+    passes::fold::run(&mut g, &mut d);
+    assert!(!d.has_errors());
+    let out = g.outputs[0];
+    assert_eq!(g.const_value(out), Some(Scalar::Int(8)));
+    assert_eq!(live_ops(&g), vec!["constant"]);
+}
+
+#[test]
+fn fold_removes_the_dead_arm_of_a_constant_cond() {
+    let (mut g, mut d) = lowered(quote! {
+        fn f(x: Tensor<f32, 4>) -> Tensor<f32, 4> {
+            let mut y = x;
+            if constant(1.0) < constant(2.0) { y = exp(x); } else { y = log(x); }
+            y
+        }
+    });
+    assert_eq!(g.conds.len(), 1);
+    passes::fold::run(&mut g, &mut d);
+    assert!(g.conds[0].removed);
+    let ops = live_ops(&g);
+    assert!(
+        ops.contains(&"exp".to_string()) && !ops.contains(&"log".to_string()),
+        "{ops:?}"
+    );
+}
+
+#[test]
+fn fold_decides_constant_asserts_and_reports_a_failing_one() {
+    let (mut g, mut d) = lowered(quote! {
+        fn f(x: Tensor<f32>) -> Tensor<f32> {
+            assert_greater(constant(1.0), constant(0.0), "fine");
+            assert_greater(constant(0.0), constant(1.0), "must fail");
+            x
+        }
+    });
+    passes::fold::run(&mut g, &mut d);
+    assert!(g.effects.is_empty());
+    let e = d
+        .into_error()
+        .expect("the failing assert is a compile error");
+    assert!(e.to_string().contains("must fail"), "{e}");
+}
+
+#[test]
+fn cse_merges_duplicate_expressions() {
+    let (mut g, _) = lowered(quote! {
+        fn f(x: Tensor<f32, 8>) -> Tensor<f32, 8> { exp(x) + exp(x) }
+    });
+    passes::cse::run(&mut g);
+    let add = g.node(g.outputs[0]).clone();
+    assert_eq!(add.inputs[0], add.inputs[1]);
+    assert_eq!(live_ops(&g).iter().filter(|o| *o == "exp").count(), 1);
+}
+
+#[test]
+fn dce_drops_unused_values() {
+    let (g, _) = lowered(quote! {
+        fn f(x: Tensor<f32, 8>) -> Tensor<f32, 8> { let unused = tanh(x) * 3.0; x + 1.0 }
+    });
+    let ops = live_ops(&g);
+    assert!(!ops.contains(&"tanh".to_string()), "{ops:?}");
+}
+
+#[test]
+fn simplify_removes_identities_and_cancelling_transposes() {
+    let (mut g, _) = lowered(quote! {
+        fn f(x: Tensor<f32, 2, 3>) -> Tensor<f32, 2, 3> { transpose(transpose(x * 1.0 + 0.0)) }
+    });
+    passes::simplify::run(&mut g);
+    assert_eq!(live_ops(&g), vec!["input"]);
+}
+
+#[test]
+fn simplify_keeps_float_times_zero_but_folds_integer_times_zero() {
+    let (mut g, _) = lowered(quote! {
+        fn f(x: Tensor<f32>, n: Tensor<i32>) -> (Tensor<f32>, Tensor<i32>) { (x * 0.0, n * 0) }
+    });
+    passes::simplify::run(&mut g);
+    assert_eq!(g.node(g.outputs[0]).op, Op::Binary(BinaryOp::Mul));
+    assert_eq!(g.const_value(g.outputs[1]), Some(Scalar::Int(0)));
+}
+
+fn plan_of(item: proc_macro2::TokenStream) -> (Graph, fuse::Plan) {
+    let (mut g, mut d) = lowered(item);
+    passes::optimise(&mut g, &PassConfig::default(), &mut d);
+    assert!(!d.has_errors());
+    let plan = fuse::fuse(&g, &PassConfig::default());
+    (g, plan)
+}
+
+#[test]
+fn fusion_makes_gelu_one_loop() {
+    let (g, plan) = plan_of(quote! {
+        fn gelu(x: Tensor<f32, N>) -> Tensor<f32, N> {
+            0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+        }
+    });
+    assert_eq!(plan.groups.len(), 1);
+    let ops: Vec<String> = plan.groups[0]
+        .nodes
+        .iter()
+        .map(|&n| g.node(n).op.name())
+        .collect();
+    assert!(
+        ops.contains(&"tanh".to_string()) && ops.len() >= 8,
+        "{ops:?}"
+    );
+}
+
+#[test]
+fn fusion_puts_bias_and_relu_in_the_matmul_epilogue() {
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, B, 784>, w: Tensor<f32, 784, 512>, b: Tensor<f32, 512>) -> Tensor<f32, B, 512> {
+            relu(matmul(x, w) + b)
+        }
+    });
+    assert_eq!(plan.groups.len(), 1);
+    assert_eq!(plan.groups[0].kind, fuse::GroupKind::MatMul);
+    let ops: Vec<String> = plan.groups[0]
+        .nodes
+        .iter()
+        .map(|&n| g.node(n).op.name())
+        .collect();
+    assert_eq!(ops, vec!["matmul", "add", "relu"]);
+}
+
+#[test]
+fn fusion_reads_the_producer_inside_the_reduction() {
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, N>) -> Tensor<f32> { reduce_sum(square(x)) }
+    });
+    assert_eq!(plan.groups.len(), 1);
+    assert_eq!(plan.groups[0].kind, fuse::GroupKind::Reduce);
+    let ops: Vec<String> = plan.groups[0]
+        .nodes
+        .iter()
+        .map(|&n| g.node(n).op.name())
+        .collect();
+    assert_eq!(ops, vec!["square", "reduce_sum"]);
+}
+
+#[test]
+fn layernorm_takes_three_passes_and_two_row_buffers() {
+    let (g, plan) = plan_of(quote! {
+        fn ln(x: Tensor<f32, N, 1024>, gamma: Tensor<f32, 1024>, beta: Tensor<f32, 1024>) -> Tensor<f32, N, 1024> {
+            let mean = reduce_mean(x, -1, true);
+            let d = x - mean;
+            let var = reduce_mean(d * d, -1, true);
+            d / sqrt(var + 1e-5) * gamma + beta
+        }
+    });
+    let kinds: Vec<&str> = plan.groups.iter().map(|g| g.kind.name()).collect();
+    assert_eq!(kinds, vec!["reduce", "reduce", "elementwise"]);
+    let sched = schedule::schedule(&g, &plan);
+    assert_eq!(
+        sched.slots.len(),
+        2,
+        "the two [N, 1] statistics: {:?}",
+        sched.slots
+    );
+}
+
+#[test]
+fn buffers_with_disjoint_lifetimes_share_a_slot() {
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, 64, 64>) -> Tensor<f32, 64, 64> {
+            let a = softmax(x, -1);
+            let b = softmax(a, -1);
+            let c = softmax(b, -1);
+            softmax(c, -1)
+        }
+    });
+    let sched = schedule::schedule(&g, &plan);
+    // a and c never live at the same time, so two slots hold the three intermediates.
+    assert_eq!(sched.slots.len(), 2, "{:?}", sched.slots);
+}
+
+fn pretty(tokens: proc_macro2::TokenStream) -> String {
+    let file: syn::File = syn::parse2(tokens).expect("the expansion parses as Rust items");
+    prettyplease::unparse(&file)
+}
+
+#[test]
+fn snapshot_w1_gelu() {
+    let out = crate::expand::expand(
+        quote!(),
+        quote! {
+            pub fn gelu(x: Tensor<f32, N>) -> Tensor<f32, N> {
+                0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+            }
+        },
+    );
+    insta::assert_snapshot!("w1_gelu", pretty(out));
+}
+
+#[test]
+fn snapshot_w3_convnet() {
+    let out = crate::expand::expand(
+        quote!(),
+        quote! {
+            pub fn convnet(
+                x: Tensor<f32, B, 512, 512, 3>,
+                k0: Tensor<f32, 3, 3, 3, 16>, b0: Tensor<f32, 16>,
+                k1: Tensor<f32, 3, 3, 16, 16>, b1: Tensor<f32, 16>,
+                limit: Tensor<f32>,
+            ) -> Tensor<f32, B, 512, 512, 16> {
+                let mut y = relu(conv2d(x, k0, 1, SAME) + b0);
+                if norm(y) < limit {
+                    y = relu(conv2d(y, k1, 1, SAME) + b1);
+                }
+                y
+            }
+        },
+    );
+    insta::assert_snapshot!("w3_convnet", pretty(out));
+}
