@@ -163,18 +163,28 @@ fn parse_config(attr: TokenStream, diag: &mut Diagnostics) -> PassConfig {
     }
     let parser = syn::meta::parser(|meta| {
         if meta.path.is_ident("disable") {
-            meta.parse_nested_meta(|inner| {
-                let name = inner.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
-                match name.as_str() {
+            let content;
+            syn::parenthesized!(content in meta.input);
+            let names =
+                syn::punctuated::Punctuated::<syn::Ident, syn::Token![,]>::parse_terminated(
+                    &content,
+                )?;
+            for name in names {
+                match name.to_string().as_str() {
                     "fold" => config.fold = false,
                     "cse" => config.cse = false,
                     "dce" => config.dce = false,
                     "simplify" => config.simplify = false,
                     "fusion" => config.fusion = false,
-                    _ => return Err(inner.error("unknown pass: the passes are `fold`, `simplify`, `cse`, `dce` and `fusion`")),
+                    _ => {
+                        return Err(syn::Error::new(
+                            name.span(),
+                            "unknown pass: the passes are `fold`, `simplify`, `cse`, `dce` and `fusion`",
+                        ))
+                    }
                 }
-                Ok(())
-            })
+            }
+            Ok(())
         } else {
             Err(meta.error(
                 "unknown `#[graph]` option: the only option is `disable(...)` with pass names",
