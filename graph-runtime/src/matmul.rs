@@ -542,7 +542,7 @@ mod gather_f32 {
 
     /// Column counts the kernel takes: whole 8-lane vectors.
     pub fn supported(n: usize) -> bool {
-        n > 0 && n % 8 == 0 && level() >= Level::Avx2Fma
+        n > 0 && n.is_multiple_of(8) && level() >= Level::Avx2Fma
     }
 
     pub fn gemm_gather(
