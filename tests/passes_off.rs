@@ -235,3 +235,28 @@ fn the_graph_lists_the_passes_that_ran() {
     assert_eq!(all_passes::gelu::graph().groups.len(), 1);
     assert!(no_fusion::gelu::graph().groups.len() >= 8);
 }
+
+mod in_place {
+    use grafo::prelude::*;
+
+    #[graph]
+    pub fn chain(x: Tensor<f32, R, 33>) -> Tensor<f32, R, 33> {
+        let a = softmax(x, -1);
+        let b = exp(a) * 2.0 + a;
+        softmax(b, -1)
+    }
+}
+
+#[test]
+fn in_place_groups_give_the_same_result_as_eager() {
+    let x = Array2::from_shape_vec((9, 33), values(297, 3)).unwrap();
+    let g = in_place::chain::graph();
+    assert!(g.groups.iter().any(|gr| gr.in_place), "{:#?}", g.groups);
+    let a = in_place::chain(&x).unwrap();
+    let b = in_place::chain::eager(&x).unwrap();
+    close(
+        a.as_slice().unwrap(),
+        b.as_slice().unwrap(),
+        "in-place chain",
+    );
+}

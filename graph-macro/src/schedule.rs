@@ -11,6 +11,8 @@ pub struct Schedule {
     pub region_groups: HashMap<Region, Vec<usize>>,
     /// Values whose buffer goes back to its slot right after each group (region-local).
     pub frees_after: Vec<Vec<NodeId>>,
+    /// For a value written in place: the dead input whose buffer it takes over.
+    pub in_place: Vec<Option<NodeId>>,
     /// The slot of each value held in a reusable buffer.
     pub slot: Vec<Option<usize>>,
     /// Values allocated fresh because they (may) leave the function as results.
@@ -117,6 +119,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
 
     // Interval colouring of slot-backed values, per dtype.
     let mut slot = vec![None; n];
+    let mut in_place: Vec<Option<NodeId>> = vec![None; n];
     let mut slots: Vec<(DType, Vec<NodeId>, usize)> = Vec::new();
     let mut frees_after: Vec<Vec<NodeId>> = vec![Vec::new(); groups.len()];
     for g in groups {
@@ -134,9 +137,31 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         let end = last_use[v.0]
             .unwrap_or(g.id)
             .max(aliases_end(graph, plan, &last_use, v));
-        let free = slots
-            .iter()
-            .position(|(dt, _, busy_until)| *dt == node.dtype && *busy_until < g.id);
+        // An elementwise loop may write over a full-shape input whose last reader it is.
+        let dead_input = (g.kind == GroupKind::Elementwise)
+            .then(|| {
+                reads[g.id].iter().copied().find(|&l| {
+                    let ln = graph.node(l);
+                    slot[l.0].is_some()
+                        && ln.shape == node.shape
+                        && ln.dtype == node.dtype
+                        && ln.region == g.region
+                        && last_use[l.0] == Some(g.id)
+                        && aliases_end(graph, plan, &last_use, l) <= g.id
+                        && !is_arm_output(graph, l)
+                })
+            })
+            .flatten();
+        if let Some(l) = dead_input {
+            frees_after[g.id].retain(|&x| x != l);
+            in_place[v.0] = Some(l);
+        }
+        let free = match dead_input {
+            Some(l) => slot[l.0],
+            None => slots
+                .iter()
+                .position(|(dt, _, busy_until)| *dt == node.dtype && *busy_until < g.id),
+        };
         let s = match free {
             Some(s) => s,
             None => {
@@ -152,6 +177,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         }
     }
     Schedule {
+        in_place,
         region_groups,
         frees_after,
         slot,

@@ -253,3 +253,25 @@ fn snapshot_w3_convnet() {
     );
     insta::assert_snapshot!("w3_convnet", pretty(out));
 }
+
+#[test]
+fn an_elementwise_group_writes_in_place_over_a_dead_input() {
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, 64, 64>) -> Tensor<f32, 64, 64> {
+            let a = softmax(x, -1);
+            let b = exp(a) + 1.0;
+            softmax(b, -1)
+        }
+    });
+    let sched = schedule::schedule(&g, &plan);
+    let ew = plan
+        .groups
+        .iter()
+        .find(|gr| gr.kind == fuse::GroupKind::Elementwise)
+        .expect("one loop");
+    let a = g.node(ew.root).inputs[0];
+    let dead = sched.in_place[ew.root.0].expect("exp(a) + 1 overwrites a");
+    assert_eq!(g.node(dead).op.name(), "softmax");
+    assert_eq!(sched.slot[ew.root.0], sched.slot[dead.0]);
+    let _ = a;
+}

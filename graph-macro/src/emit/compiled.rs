@@ -369,6 +369,13 @@ impl<'a> Emitter<'a> {
         let len = len_expr(&n.shape);
         let vid = v(id);
         self.store.insert(id, Store::Owned);
+        if let Some(l) = self.sched.in_place[id.0] {
+            if self.store.get(&l) == Some(&Store::Owned) && !self.moved.contains(&l) {
+                let lid = v(l);
+                self.moved.push(l);
+                return quote!(let mut #vid: ::std::vec::Vec<#et> = #lid;);
+            }
+        }
         match self.sched.slot[id.0] {
             Some(s) if !self.sched.fresh[id.0] => {
                 quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len);)
@@ -619,7 +626,18 @@ impl<'a> Emitter<'a> {
             let ln = self.node(l);
             ln.shape.is_empty() || ln.shape == n.shape || self.store.get(&l) == Some(&Store::Scalar)
         });
-        let ll = self.leaves(root, &n.shape, rank - 1, None, flat);
+        // Written in place over a dead input: that input is read from the output itself.
+        let in_place = self.sched.in_place[root.0]
+            .filter(|l| self.store.get(l) == Some(&Store::Owned) && !self.moved.contains(l));
+        let mut ll = self.leaves(root, &n.shape, rank - 1, in_place, flat);
+        if let Some(l) = in_place {
+            let read = if flat {
+                quote!(__out[__j])
+            } else {
+                quote!(__orow[__j])
+            };
+            ll.reads.insert(l, read);
+        }
         let (lets, root_expr) = self.tree_lets(root, &ll.reads);
         let kname = self.kernel_name(g);
         let alloc = self.alloc(root);

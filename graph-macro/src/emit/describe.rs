@@ -160,13 +160,14 @@ pub fn body(
             _ => quote!(::std::option::Option::None),
         };
         let region = region_tokens(g.region, &cond_index);
+        let in_place = sched.in_place[g.root.0].is_some();
         groups.push(quote!(::grafo::GroupDef {
             id: #id,
             kind: ::std::string::String::from(#kind),
             nodes: ::std::vec![#(#gnodes),*],
             output: #output,
             buffer: #buffer,
-            in_place: false,
+            in_place: #in_place,
             region: #region,
         }));
     }
