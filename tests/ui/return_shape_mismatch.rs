@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(x: Tensor<f32, B, 784>, w: Tensor<f32, 784, 10>) -> Tensor<f32, B, 784> {
+    matmul(x, w)
+}
+
+fn main() {}
