@@ -131,7 +131,18 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         }
         let v = g.root;
         let node = graph.node(v);
-        if node.shape.is_empty() || fresh[v.0] {
+        if node.shape.is_empty() {
+            continue;
+        }
+        // A value that may be returned gets a slot of its own: when it is returned the slot
+        // is empty next time (that allocation is the result), when it is not it goes back.
+        if fresh[v.0] {
+            slots.push((node.dtype, vec![v], usize::MAX));
+            slot[v.0] = Some(slots.len() - 1);
+            let end = last_use[v.0].unwrap_or(g.id);
+            if !graph.outputs.contains(&v) && end < groups.len() && !is_arm_output(graph, v) {
+                frees_after[end].push(v);
+            }
             continue;
         }
         let end = last_use[v.0]
@@ -174,6 +185,22 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         slot[v.0] = Some(s);
         if end < groups.len() && !is_arm_output(graph, v) {
             frees_after[end].push(v);
+        }
+    }
+    // Results of a cond that die are handed back to the slot of the arm value they came from.
+    for g in groups.iter().filter(|g| g.kind == GroupKind::Cond) {
+        let c = &graph.conds[g.cond.expect("cond group").0];
+        for &r in &c.results {
+            if graph.node(r).shape.is_empty()
+                || graph.outputs.contains(&r)
+                || is_arm_output(graph, r)
+            {
+                continue;
+            }
+            let end = last_use[r.0].unwrap_or(g.id);
+            if end < groups.len() {
+                frees_after[end].push(r);
+            }
         }
     }
     Schedule {

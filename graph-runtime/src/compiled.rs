@@ -142,11 +142,11 @@ pub fn eager_scalar<T: Copy>(a: &ndarray::ArrayViewD<'_, T>) -> Result<T, Error>
 /// Wraps a buffer as the array of a result; `shape` is the result's shape.
 #[inline]
 pub fn into_array<T, D: Dimension>(shape: D, data: Vec<T>) -> Result<Array<T, D>, Error> {
-    let dims = shape.slice().to_vec();
+    let len = data.len();
     Array::from_shape_vec(shape, data).map_err(|e| {
         Error::invalid(
             "result",
-            format!("buffer does not match shape {dims:?}: {e}"),
+            format!("a buffer of {len} elements does not match the result shape: {e}"),
         )
     })
 }

@@ -351,10 +351,26 @@ impl<'a> Emitter<'a> {
                 if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
                     continue;
                 }
+                let vid = v(f);
+                let et = elem_ty(self.node(f).dtype);
                 if let Some(s) = self.sched.slot[f.0] {
-                    let vid = v(f);
-                    let et = elem_ty(self.node(f).dtype);
                     out.extend(quote!(__ctx.give::<#et>(#s, #vid);));
+                    self.moved.push(f);
+                } else if let Op::CondOut { cond, index } = self.node(f).op {
+                    // Back to the slot of the arm value that was moved into it.
+                    let c = &self.graph.conds[cond.0];
+                    let slot_of = |x: NodeId| self.sched.slot[x.0];
+                    let (ts, es) = (
+                        slot_of(c.then_outputs[index]),
+                        slot_of(c.else_outputs[index]),
+                    );
+                    let flag = format_ident!("__took_then_{}", cond.0);
+                    let give = |s: Option<usize>| match s {
+                        Some(s) => quote!(__ctx.give::<#et>(#s, #vid);),
+                        None => quote!(::std::mem::drop(#vid);),
+                    };
+                    let (gt, ge) = (give(ts), give(es));
+                    out.extend(quote!(if #flag { #gt } else { #ge }));
                     self.moved.push(f);
                 }
             }
@@ -377,7 +393,7 @@ impl<'a> Emitter<'a> {
             }
         }
         match self.sched.slot[id.0] {
-            Some(s) if !self.sched.fresh[id.0] => {
+            Some(s) => {
                 quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len);)
             }
             _ => {
@@ -1158,9 +1174,11 @@ impl<'a> Emitter<'a> {
         }
         let (then_vals, else_vals) = (then_code.1, else_code.1);
         let (then_body, else_body) = (then_code.0, else_code.0);
+        let flag = format_ident!("__took_then_{}", cid.0);
         quote! {
+            let #flag: bool = #pred;
             #[allow(unused_mut)]
-            let (#(mut #names,)*) = if #pred {
+            let (#(mut #names,)*) = if #flag {
                 #then_body
                 #then_give
                 (#(#then_vals,)*)
