@@ -124,8 +124,9 @@ pub struct Plan {
     pub group_of: Vec<Option<usize>>,
 }
 
+/// Constants are written into the loops as literals; everything else is a leaf or fused.
 fn is_leaf_scalar_const(op: &Op) -> bool {
-    matches!(op, Op::Const { .. } | Op::Host { .. })
+    matches!(op, Op::Const { .. })
 }
 
 /// Fuses the live part of `graph`.

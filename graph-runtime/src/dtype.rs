@@ -206,7 +206,11 @@ macro_rules! int_numeric {
                         _ => 0,
                     };
                 }
-                self.wrapping_pow(o.min(u32::MAX as $t) as u32)
+                self.wrapping_pow(if (o as i64) > u32::MAX as i64 {
+                    u32::MAX
+                } else {
+                    o as u32
+                })
             }
             #[inline(always)]
             fn maximum(self, o: Self) -> Self {

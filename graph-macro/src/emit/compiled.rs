@@ -246,10 +246,20 @@ impl<'a> Emitter<'a> {
         out.extend(self.region(Region::Main));
         // Results.
         let mut results = Vec::new();
-        for &o in &self.graph.outputs.clone() {
+        let outputs = self.graph.outputs.clone();
+        for (k, &o) in outputs.iter().enumerate() {
             let shape = self.node(o).shape.clone();
             let dv = dim_value(&shape);
-            let data = self.owned_copy(o);
+            // A value fetched twice is copied for all but its last fetch, which may move it.
+            let data = if outputs[k + 1..].contains(&o)
+                && self.store.contains_key(&o)
+                && self.store.get(&o) != Some(&Store::Scalar)
+            {
+                let s = self.slice(o);
+                quote!((#s).to_vec())
+            } else {
+                self.owned_copy(o)
+            };
             results.push(quote!(::grafo::__private::compiled::into_array(#dv, #data)?));
         }
         out.extend(quote!(let __results = (#(#results,)*);));
@@ -277,7 +287,7 @@ impl<'a> Emitter<'a> {
             }
             Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
                 let s = self.slice(o);
-                quote!(#s.to_vec())
+                quote!((#s).to_vec())
             }
             Some(Store::Scalar) => quote!(::std::vec![#vid]),
             None => {
@@ -1133,6 +1143,7 @@ impl<'a> Emitter<'a> {
                     && self.node(o).region != else_r
                     && self.store.get(&o) == Some(&Store::Owned)
                     && self.sched.last_use[o.0] == Some(g.id)
+                    && !self.graph.outputs.contains(&o)
             })
             .collect();
         let give = |moved: &[NodeId]| -> TokenStream {
@@ -1209,7 +1220,9 @@ impl<'a> Emitter<'a> {
             }
             let inside = self.node(o).region == r;
             let owned = self.store.get(&o) == Some(&Store::Owned) && !self.moved.contains(&o);
-            let dies = inside || self.sched.last_use[o.0] == Some(cond_group);
+            let dies = inside
+                || (self.sched.last_use[o.0] == Some(cond_group)
+                    && !self.graph.outputs.contains(&o));
             let vid = v(o);
             if owned && dies {
                 self.moved.push(o);
@@ -1223,7 +1236,7 @@ impl<'a> Emitter<'a> {
                 vals.push(quote!(::std::vec![#e; #len]));
             } else {
                 let s = self.slice(o);
-                vals.push(quote!(#s.to_vec()));
+                vals.push(quote!((#s).to_vec()));
             }
         }
         ((code, vals), moved_outer)
