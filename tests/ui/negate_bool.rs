@@ -1,0 +1,9 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(x: Tensor<f32, N>) -> Tensor<f32, N> {
+    let b = -true;
+    x
+}
+
+fn main() {}
