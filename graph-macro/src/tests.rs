@@ -284,3 +284,17 @@ fn an_elementwise_group_writes_in_place_over_a_dead_input() {
     assert_eq!(sched.slot[ew.root.0], sched.slot[dead.0]);
     let _ = a;
 }
+
+#[test]
+fn fold_decides_a_cond_on_a_reduction_of_a_constant_fill() {
+    let (mut g, mut d) = lowered(quote! {
+        fn f(x: Tensor<f32, N>) -> Tensor<f32, N> {
+            let mut y = x;
+            if reduce_sum(fill([4], 1.0)) < 3.0 { y = y + 1000.0; }
+            y
+        }
+    });
+    passes::fold::run(&mut g, &mut d);
+    assert!(g.conds[0].removed);
+    assert_eq!(live_ops(&g), vec!["input"]);
+}

@@ -134,6 +134,11 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
         if node.poisoned || !node.shape.is_empty() {
             continue;
         }
+        if let Some(value) = fold_reduce_of_fill(graph, &node) {
+            graph.node_mut(id).op = Op::Const { value, weak: false };
+            graph.node_mut(id).inputs.clear();
+            continue;
+        }
         let consts: Option<Vec<Scalar>> =
             node.inputs.iter().map(|&x| graph.const_value(x)).collect();
         let Some(c) = consts else { continue };
@@ -152,6 +157,46 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
     }
     decide_asserts(graph, diag);
     prune_conds(graph);
+}
+
+/// A rank-0 reduction of a constant fill with a static shape (`reduce_sum(fill([4], 1.0))` is 4).
+fn fold_reduce_of_fill(graph: &Graph, node: &Node) -> Option<Scalar> {
+    if !matches!(node.op, Op::Reduce { .. } | Op::Norm) {
+        return None;
+    }
+    let input = graph.node(*node.inputs.first()?);
+    if input.op != Op::Fill {
+        return None;
+    }
+    let v = graph.const_value(input.inputs[0])?;
+    let mut count = 1u64;
+    for d in &input.shape {
+        match d {
+            Dim::Const(n) => count *= n,
+            Dim::Sym(_) => return None,
+        }
+    }
+    let value = match (&node.op, v) {
+        (Op::Norm, v) => Scalar::Float(v.as_f64().abs() * (count as f64).sqrt()),
+        (
+            Op::Reduce {
+                kind: ReduceKind::Sum,
+                ..
+            },
+            Scalar::Int(x),
+        ) => Scalar::Int(x.wrapping_mul(count as i64)),
+        (
+            Op::Reduce {
+                kind: ReduceKind::Sum,
+                ..
+            },
+            v,
+        ) => Scalar::Float(v.as_f64() * count as f64),
+        (Op::Reduce { .. }, _) if count == 0 => return None,
+        (Op::Reduce { .. }, v) => v,
+        _ => return None,
+    };
+    Some(value.convert(node.dtype))
 }
 
 /// An assert over constants is checked now: a failing one is a compile error, a passing one is dropped.
