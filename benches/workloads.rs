@@ -154,7 +154,9 @@ fn w3_convnet(c: &mut Criterion) {
         let limit = arr0(t);
         assert_close(
             convnet(&x, &k0, &b0, &k1, &b1, &limit).unwrap().iter(),
-            convnet::eager(&x, &k0, &b0, &k1, &b1, &limit).unwrap().iter(),
+            convnet::eager(&x, &k0, &b0, &k1, &b1, &limit)
+                .unwrap()
+                .iter(),
         );
         let mut g = c.benchmark_group(format!("W3_convnet_{arm}"));
         g.throughput(Throughput::Elements((512 * 512 * 3) as u64));
