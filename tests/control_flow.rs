@@ -208,9 +208,16 @@ fn host_expr(x: Tensor<f32, N>, double: bool) -> Tensor<f32, N> {
 fn host_compare(x: Tensor<f32, N>, k: f32) -> Tensor<f32, N> {
     let mut y = x;
     if k > 1.0 {
-        y = y * 3.0;
+        y = y * k;
     }
     y
+}
+
+// A host value as a scalar operand.
+#[graph]
+fn host_scalar(x: Tensor<f32, N>, k: f32, j: i64) -> (Tensor<f32, N>, Tensor<f32, N>) {
+    let n = cast::<f32>(fill([N], j));
+    (x * k + 1.0, x - n)
 }
 
 #[test]
@@ -221,7 +228,17 @@ fn host_if() {
     check!(host_expr(&x, true) == v(&[2.0, 4.0]));
     check!(host_expr(&x, false) == v(&[3.0, 6.0]));
     check!(host_compare(&x, 3.0) == v(&[3.0, 6.0]));
+    check!(host_compare(&x, 2.0) == v(&[2.0, 4.0]));
     check!(host_compare(&x, 1.0) == v(&[1.0, 2.0]));
+    check!(host_compare(&x, 0.5) == v(&[1.0, 2.0]));
+    for (how, (a, b)) in [
+        ("compiled", host_scalar(&x, 2.5, 3).unwrap()),
+        ("eager", host_scalar::eager(&x, 2.5, 3).unwrap()),
+        ("run", host_scalar::run(&mut Session::default(), &x, 2.5, 3).unwrap()),
+    ] {
+        assert_eq!(a, v(&[3.5, 6.0]), "x * k + 1 {how}");
+        assert_eq!(b, v(&[-2.0, -1.0]), "x - j {how}");
+    }
     check!(host_compare(&x, 0.5) == v(&[1.0, 2.0]));
 }
 
@@ -251,8 +268,7 @@ fn folded_condition(x: Tensor<f32, N>) -> Tensor<f32, N> {
     y
 }
 
-// A condition over a reduction of a constant fill: correct at run time either way; whether the
-// macro folds it is tracked in tests/pending_bugs.rs.
+// A condition over a reduction of a constant fill folds too.
 #[graph]
 fn folded_reduce_condition(x: Tensor<f32, N>) -> Tensor<f32, N> {
     let mut y = x;
@@ -271,7 +287,7 @@ fn compile_time_conditions() {
     check!(literal_true(&x) == v(&[2.0, 3.0]));
     check!(folded_condition(&x) == v(&[2.0, 4.0]));
     check!(folded_reduce_condition(&x) == v(&[2.0, 4.0]));
-    for g in [literal_true::graph(), folded_condition::graph()] {
+    for g in [literal_true::graph(), folded_condition::graph(), folded_reduce_condition::graph()] {
         assert!(g.conds.is_empty(), "{}: dead arms are removed at compile time: {:#?}", g.name, g.conds);
         assert!(!g.nodes.iter().any(|n| n.op == "cond" && n.group.is_some()), "{}", g.name);
     }
@@ -342,6 +358,54 @@ fn tuples_shadowing_and_blocks() {
     assert_eq!(tuples_shadowing_blocks::eager(&x).unwrap(), want);
     assert_eq!(tuples_shadowing_blocks::run(&mut Session::default(), &x).unwrap(), want);
     assert_eq!(tuples_shadowing_blocks::graph().outputs.len(), 3);
+}
+
+// Tuple outputs sharing a common subexpression, one of them through a cond.
+#[graph]
+fn tuple_with_cond(x: Tensor<f32, N>, c: Tensor<bool>) -> (Tensor<f32, N>, Tensor<f32, N>) {
+    let e = exp(x);
+    let mut y = e;
+    if c {
+        y = e + e;
+    }
+    (e, y)
+}
+
+#[test]
+fn tuple_outputs_with_cond() {
+    let x = v(&[0.0, 1.0]);
+    let e = x.mapv(f32::exp);
+    for c in [true, false] {
+        let want_y = if c { &e * 2.0 } else { e.clone() };
+        let (a, b) = tuple_with_cond(&x, &arr0(c)).unwrap();
+        assert_close("e", &a, &to_f64(&e));
+        assert_close("y", &b, &to_f64(&want_y));
+        let (a, b) = tuple_with_cond::eager(&x, &arr0(c)).unwrap();
+        assert_close("e eager", &a, &to_f64(&e));
+        assert_close("y eager", &b, &to_f64(&want_y));
+    }
+}
+
+// One value fetched twice.
+#[graph]
+fn same_twice(x: Tensor<f32, N>) -> (Tensor<f32, N>, Tensor<f32, N>, Tensor<f32, N>) {
+    let e = exp(x);
+    (e, e, x)
+}
+
+#[test]
+fn one_value_fetched_twice() {
+    let x = v(&[0.0, 1.0]);
+    let e = x.mapv(f32::exp);
+    for (how, (a, b, c)) in [
+        ("compiled", same_twice(&x).unwrap()),
+        ("eager", same_twice::eager(&x).unwrap()),
+        ("run", same_twice::run(&mut Session::default(), &x).unwrap()),
+    ] {
+        assert_close(&format!("first {how}"), &a, &to_f64(&e));
+        assert_close(&format!("second {how}"), &b, &to_f64(&e));
+        assert_eq!(c, x, "{how}");
+    }
 }
 
 // A cond whose arms differ in their work but agree in shape, over a matrix.

@@ -151,6 +151,11 @@ fn potencia_f32() -> Tensor<f32> {
 }
 
 #[graph]
+fn potencia_fed(c: Tensor<i32>, d: Tensor<i32>) -> Tensor<i32> {
+    pow(c, d)
+}
+
+#[graph]
 fn potencia_fed_i64(c: Tensor<i64>, d: Tensor<i64>) -> Tensor<i64> {
     pow(c, d)
 }
@@ -162,9 +167,14 @@ fn potencia_fed_f32(c: Tensor<f32>, d: Tensor<f32>) -> Tensor<f32> {
 
 #[test]
 fn seed_pow() {
-    // Integer pow at run time is tracked in tests/pending_bugs.rs (i32 pow wraps its exponent);
-    // the compiled constant graph folds `pow(7, 2)` at expansion time.
     assert_eq!(potencia().unwrap(), arr0(49));
+    assert_eq!(potencia::eager().unwrap(), arr0(49));
+    assert_eq!(potencia::run(&mut Session::default()).unwrap(), arr0(49));
+    assert_eq!(potencia_fed(&arr0(7), &arr0(2)).unwrap(), arr0(49));
+    assert_eq!(potencia_fed::eager(&arr0(7), &arr0(2)).unwrap(), arr0(49));
+    assert_eq!(potencia_fed::run(&mut Session::default(), &arr0(7), &arr0(2)).unwrap(), arr0(49));
+    assert_eq!(potencia_fed(&arr0(3), &arr0(4)).unwrap(), arr0(81));
+    assert_eq!(potencia_fed::eager(&arr0(2), &arr0(10)).unwrap(), arr0(1024));
     assert_eq!(potencia_f32().unwrap(), arr0(49.0));
     assert_eq!(potencia_f32::eager().unwrap(), arr0(49.0));
     assert_eq!(potencia_fed_i64(&arr0(7), &arr0(2)).unwrap(), arr0(49));
