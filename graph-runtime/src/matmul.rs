@@ -1,10 +1,15 @@
 //! Batched matrix multiplication with a fused epilogue: row blocks of the output run in parallel, each GEMM'd single-threaded and then handed to the epilogue while still in cache.
 //!
-//! The GEMM core is `matrixmultiply` (AVX2/FMA and AVX-512 kernels picked at run time)
-//! for floats and a small blocked loop for integers. Parallelism is ours: the output rows
-//! of every batch are cut into blocks, the blocks run on rayon, and each block is finished
-//! (GEMM, then epilogue) by one thread, so a fused bias or activation touches the block
-//! while it is still in L2.
+//! The GEMM core is `matrixmultiply` (its AVX2+FMA kernels are picked at run time) for
+//! floats and a small blocked loop for integers. Parallelism is ours: the output rows of
+//! every batch are cut into blocks ([`block_plan`]), the blocks run on rayon, and each block
+//! is finished (GEMM, then epilogue) before the thread moves on, so a fused bias or
+//! activation touches the block while it is still in L2. Short, wide products also split
+//! each block into column panels that run in parallel before the block's epilogue.
+//!
+//! conv2d's f32 kernel lives here too ([`GemmElement::gemm_gather`]): a 6x16 AVX2+FMA
+//! micro-kernel whose left operand is gathered through an offset table, so input patches
+//! are read in place rather than copied.
 
 use rayon::prelude::*;
 
@@ -71,7 +76,8 @@ pub trait GemmElement: Numeric {
     /// Runs `f` on this thread's scratch buffer of `Self`, grown to at least `len` elements.
     ///
     /// The buffer lives as long as the thread, so steady-state kernels (conv2d's im2col)
-    /// allocate nothing. `f` must not call `with_scratch` again (the buffer is borrowed).
+    /// allocate nothing. `f` must not call `with_scratch` again nor wait on rayon work
+    /// (a stolen task on this thread could reach for the borrowed buffer).
     fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
 
     /// Whether [`gemm_gather`](GemmElement::gemm_gather) has a fast kernel for `n` output columns on this CPU.
