@@ -1,17 +1,4 @@
-//! The `#[graph]` attribute macro: a thin entry over the pipeline in `expand.rs`.
-
-mod diag;
-mod emit;
-mod expand;
-mod fuse;
-mod infer;
-mod ir;
-mod lower;
-mod passes;
-mod schedule;
-mod signature;
-#[cfg(test)]
-mod tests;
+//! The `#[graph]` attribute macro: a thin entry over the pipeline of `graph-compiler`.
 
 use proc_macro::TokenStream;
 
@@ -22,5 +9,5 @@ use proc_macro::TokenStream;
 /// `NAME::graph`).
 #[proc_macro_attribute]
 pub fn graph(attr: TokenStream, item: TokenStream) -> TokenStream {
-    expand::expand(attr.into(), item.into()).into()
+    graph_compiler::expand(attr.into(), item.into()).into()
 }
