@@ -1,6 +1,7 @@
 //! Collects every error of an expansion so they are all reported together, with no cascade.
 
-use proc_macro2::Span;
+use crate::ir::SpanRange;
+use proc_macro2::{Punct, Spacing, TokenStream, TokenTree};
 use std::fmt::Display;
 
 /// The errors found so far; phases push to it and carry on where they can.
@@ -10,8 +11,17 @@ pub struct Diagnostics {
 }
 
 impl Diagnostics {
-    pub fn error(&mut self, span: Span, message: impl Display) {
-        self.errors.push(syn::Error::new(span, message));
+    /// An error over the source range `span` (a `Span` or a [`SpanRange`]).
+    pub fn error(&mut self, span: impl Into<SpanRange>, message: impl Display) {
+        let range: SpanRange = span.into();
+        let mut first = Punct::new('#', Spacing::Alone);
+        first.set_span(range.start);
+        let mut last = Punct::new('#', Spacing::Alone);
+        last.set_span(range.end);
+        let tokens: TokenStream = [TokenTree::Punct(first), TokenTree::Punct(last)]
+            .into_iter()
+            .collect();
+        self.errors.push(syn::Error::new_spanned(tokens, message));
     }
 
     pub fn push(&mut self, error: syn::Error) {

@@ -27,7 +27,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         &sig.params,
         &sig.outputs,
         &func.block,
-        func.sig.ident.span(),
+        func.sig.ident.span().into(),
         &mut diag,
     );
     if diag.has_errors() {

@@ -1,7 +1,51 @@
 //! The graph IR: nodes (ops over tensors) with dtype, shape and the span they came from, plus cond nodes and regions.
 
 use proc_macro2::Span;
+use quote::ToTokens;
 use std::fmt;
+
+/// The source range of an expression: its first and last token. Stable Rust cannot join
+/// spans, so errors are rendered over both ends (as `syn::Error::new_spanned` does).
+#[derive(Debug, Clone, Copy)]
+pub struct SpanRange {
+    pub start: Span,
+    pub end: Span,
+}
+
+impl SpanRange {
+    /// The range covered by a syntax node.
+    pub fn of(tokens: &impl ToTokens) -> SpanRange {
+        let mut iter = tokens.to_token_stream().into_iter();
+        let start = iter.next().map_or_else(Span::call_site, |t| t.span());
+        let end = iter.last().map_or(start, |t| t.span());
+        SpanRange { start, end }
+    }
+
+    /// 1-based source line where the range starts.
+    pub fn line(self) -> u32 {
+        self.start.start().line as u32
+    }
+}
+
+impl From<Span> for SpanRange {
+    fn from(span: Span) -> SpanRange {
+        SpanRange {
+            start: span,
+            end: span,
+        }
+    }
+}
+
+/// `.span()` on any syntax node as a [`SpanRange`] (lowering uses it instead of `syn::spanned::Spanned`).
+pub trait Spanned {
+    fn span(&self) -> SpanRange;
+}
+
+impl<T: ToTokens> Spanned for T {
+    fn span(&self) -> SpanRange {
+        SpanRange::of(self)
+    }
+}
 
 /// Index of a node in [`Graph::nodes`]; prints as `n3`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -461,7 +505,7 @@ pub struct Node {
     pub dtype: DType,
     pub shape: Shape,
     /// The expression this node came from.
-    pub span: Span,
+    pub span: SpanRange,
     /// 1-based source line of `span`.
     pub line: u32,
     /// The `let` name bound to this node, if any.

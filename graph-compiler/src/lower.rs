@@ -8,10 +8,11 @@
 use crate::diag::Diagnostics;
 use crate::infer;
 use crate::ir::*;
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
+/// Lowering works with source ranges, so errors underline whole expressions.
+type Span = SpanRange;
 use quote::quote;
 use std::collections::HashMap;
-use syn::spanned::Spanned;
 use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
 
 /// A value a name can hold while lowering.
@@ -90,7 +91,7 @@ pub fn lower(
                     vec![],
                     t.dtype,
                     t.shape.clone(),
-                    t.span,
+                    t.span.into(),
                 );
                 lw.graph.node_mut(id).name = Some(t.name.to_string());
                 lw.bind(&t.name.to_string(), Value::Tensor(id), false);
@@ -112,6 +113,11 @@ pub fn lower(
     let result = lw.lower_block_inner(body);
     lw.graph.effects = std::mem::take(&mut lw.effects);
     let ret_span = body.stmts.last().map_or(fn_span, |s| s.span());
+    if matches!(result, Value::Unit) && !outputs.is_empty() {
+        let msg = "the body of a `#[graph]` function must end with its result: an expression without `;` (a tensor, or a tuple of tensors)";
+        lw.diag.error(ret_span, msg);
+        return Lowered { graph: lw.graph };
+    }
     let values: Vec<Value> = match (&result, outputs.len()) {
         (Value::Tuple(vs), n) if n != 1 || matches!(vs.first(), Some(Value::Tuple(_))) => {
             vs.clone()
@@ -157,7 +163,7 @@ pub fn lower(
 }
 
 fn line_of(span: Span) -> u32 {
-    span.start().line as u32
+    span.line()
 }
 
 impl Lowerer<'_> {
@@ -725,7 +731,7 @@ impl Lowerer<'_> {
     }
 
     fn lower_lit(&mut self, lit: &Lit) -> Value {
-        let span = lit.span();
+        let span: Span = lit.span().into();
         let (value, dtype, weak) = match lit {
             Lit::Int(i) => {
                 let v = match i.base10_parse::<i64>() {
@@ -937,8 +943,12 @@ impl Lowerer<'_> {
             },
         ) = (&self.graph.node(l).op, &self.graph.node(r).op)
         {
+            let dt = self.graph.node(l).dtype;
+            if let Some(msg) = crate::passes::fold::int_fold_error(op, *a, *b, dt) {
+                self.diag.error(span, msg);
+                return self.poisoned(span);
+            }
             if let Some(v) = crate::passes::fold::fold_binary(op, *a, *b) {
-                let dt = self.graph.node(l).dtype;
                 return self.push(
                     Op::Const {
                         value: v,
@@ -1114,6 +1124,7 @@ impl Lowerer<'_> {
                 _ => self.diag.error(span, format!("`{name}` is assigned in an `if` on a tensor but is not a tensor in both arms")),
             }
         }
+        let mut value_error = false;
         let value_count = match (&then_val, &else_val) {
             (Value::Unit, Value::Unit) => 0,
             (Value::Tensor(t), Value::Tensor(e)) => {
@@ -1136,10 +1147,12 @@ impl Lowerer<'_> {
             }
             (Value::Tensor(_), Value::Unit) if i.else_branch.is_none() => {
                 self.diag.error(span, "an `if` used as a value needs an `else` arm with a value of the same dtype and shape");
+                value_error = true;
                 0
             }
             _ => {
                 self.diag.error(span, "the two arms of this `if` give different kinds of values (a tensor, a tuple or nothing)");
+                value_error = true;
                 0
             }
         };
@@ -1152,8 +1165,10 @@ impl Lowerer<'_> {
             then_outs[k] = t;
             else_outs[k] = e;
             let (nt, ne) = (self.graph.node(t).clone(), self.graph.node(e).clone());
-            let poisoned = nt.poisoned || ne.poisoned;
+            let mut poisoned = nt.poisoned || ne.poisoned;
             if !poisoned && (nt.dtype != ne.dtype || nt.shape != ne.shape) {
+                // The cond's result has no one type: later checks on it would only repeat this.
+                poisoned = true;
                 let what = if out_names[k].is_empty() {
                     "the value".to_string()
                 } else {
@@ -1205,6 +1220,9 @@ impl Lowerer<'_> {
             .iter()
             .map(|&r| Value::Tensor(r))
             .collect();
+        if value_error {
+            return Value::Tensor(self.poisoned(span));
+        }
         match (value_count, &then_val) {
             (0, _) => Value::Unit,
             (_, Value::Tensor(_)) => vals.into_iter().next().unwrap_or(Value::Unit),

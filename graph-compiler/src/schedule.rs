@@ -140,7 +140,15 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
             slots.push((node.dtype, vec![v], usize::MAX));
             slot[v.0] = Some(slots.len() - 1);
             let end = last_use[v.0].unwrap_or(g.id);
-            if !graph.outputs.contains(&v) && end < groups.len() && !is_arm_output(graph, v) {
+            let returned_through_view =
+                graph.nodes.iter().enumerate().any(|(i, n)| {
+                    plan.live[i] && n.op == Op::Reshape && n.inputs[0] == v && fresh[i]
+                });
+            if !graph.outputs.contains(&v)
+                && !returned_through_view
+                && end < groups.len()
+                && !is_arm_output(graph, v)
+            {
                 frees_after[end].push(v);
             }
             continue;

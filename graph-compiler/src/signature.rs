@@ -186,9 +186,10 @@ pub fn parse_tensor_type(ty: &Type, diag: &mut Diagnostics, what: &str) -> Optio
         match parse_dim(arg) {
             Some(d) => shape.push(d),
             None => {
+                let found = quote::ToTokens::to_token_stream(arg).to_string();
                 diag.error(
-                    arg.span(),
-                    "a `Tensor` dim is an integer literal (`784`) or a symbol (`B`); found something else",
+                    syn::spanned::Spanned::span(&arg),
+                    format!("a `Tensor` dim is a non-negative integer literal (`784`) or a symbol (`B`); found `{found}`"),
                 );
                 ok = false;
             }

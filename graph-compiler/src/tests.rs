@@ -16,7 +16,7 @@ fn lowered(item: proc_macro2::TokenStream) -> (Graph, Diagnostics) {
         &sig.params,
         &sig.outputs,
         &func.block,
-        func.sig.ident.span(),
+        func.sig.ident.span().into(),
         &mut diag,
     );
     (l.graph, diag)

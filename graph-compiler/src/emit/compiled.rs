@@ -285,6 +285,16 @@ impl<'a> Emitter<'a> {
                 self.moved.push(o);
                 quote!(#vid)
             }
+            Some(Store::Alias(root)) if self.alias_movable(o, root) => {
+                // A returned view of a buffer nothing else reads takes the buffer itself.
+                let mut r = root;
+                while let Some(Store::Alias(next)) = self.store.get(&r).copied() {
+                    r = next;
+                }
+                self.moved.push(r);
+                let rid = v(r);
+                quote!(#rid)
+            }
             Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
                 let s = self.slice(o);
                 quote!((#s).to_vec())
@@ -295,6 +305,32 @@ impl<'a> Emitter<'a> {
                 quote!(::std::vec![#e])
             }
         }
+    }
+
+    /// Whether returned view `o` may take the buffer at the root of its alias chain.
+    fn alias_movable(&self, o: NodeId, first: NodeId) -> bool {
+        let mut r = first;
+        while let Some(Store::Alias(next)) = self.store.get(&r).copied() {
+            r = next;
+        }
+        let aliases_of_root = |x: NodeId| {
+            let mut y = x;
+            while let Some(Store::Alias(next)) = self.store.get(&y).copied() {
+                y = next;
+            }
+            y == r
+        };
+        self.store.get(&r) == Some(&Store::Owned)
+            && !self.moved.contains(&r)
+            && self
+                .graph
+                .outputs
+                .iter()
+                .filter(|&&x| aliases_of_root(x))
+                .count()
+                == 1
+            && !self.graph.outputs.contains(&r)
+            && o != r
     }
 
     /// A `&[T]` expression for a materialised tensor value.

@@ -66,6 +66,46 @@ pub fn fold_binary(op: BinaryOp, a: Scalar, b: Scalar) -> Option<Scalar> {
     })
 }
 
+/// What rustc says of the same integer arithmetic on constants: division by zero,
+/// overflow of the dtype, and a negative exponent are compile errors.
+pub fn int_fold_error(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Option<String> {
+    let (Scalar::Int(x), Scalar::Int(y)) = (a, b) else {
+        return None;
+    };
+    if !dtype.is_int() {
+        return None;
+    }
+    let (lo, hi) = if dtype == DType::I32 {
+        (i32::MIN as i128, i32::MAX as i128)
+    } else {
+        (i64::MIN as i128, i64::MAX as i128)
+    };
+    let (x, y) = (x as i128, y as i128);
+    let exact: Option<i128> = match op {
+        BinaryOp::Add => Some(x + y),
+        BinaryOp::Sub => Some(x - y),
+        BinaryOp::Mul => Some(x * y),
+        BinaryOp::Div if y == 0 => return Some(format!("integer division by zero on constants (`{x} / 0`); Rust rejects it too")),
+        BinaryOp::Div => Some(x / y),
+        BinaryOp::Pow if y < 0 => return Some(format!("`pow` of integers needs a non-negative exponent, found {y}; cast to a float for negative powers")),
+        BinaryOp::Pow => (x as f64).powf(y as f64).is_finite().then(|| {
+            let mut r: i128 = 1;
+            for _ in 0..y.min(200) {
+                r = r.saturating_mul(x);
+            }
+            r
+        }),
+        BinaryOp::Maximum | BinaryOp::Minimum => None,
+    };
+    match exact {
+        Some(v) if v < lo || v > hi => Some(format!(
+            "`{}` of the constants {x} and {y} overflows {dtype}",
+            op.name()
+        )),
+        _ => None,
+    }
+}
+
 fn fold_compare(op: CmpOp, a: Scalar, b: Scalar) -> Option<bool> {
     let (x, y) = match (a, b) {
         (Scalar::Int(x), Scalar::Int(y)) => return Some(cmp(op, x.partial_cmp(&y))),
@@ -143,7 +183,14 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
             node.inputs.iter().map(|&x| graph.const_value(x)).collect();
         let Some(c) = consts else { continue };
         let folded = match (&node.op, c.as_slice()) {
-            (Op::Binary(op), [a, b]) => fold_binary(*op, *a, *b).map(|v| v.convert(node.dtype)),
+            (Op::Binary(op), [a, b]) => match int_fold_error(*op, *a, *b, node.dtype) {
+                Some(msg) => {
+                    diag.error(node.span, msg);
+                    graph.node_mut(id).poisoned = true;
+                    None
+                }
+                None => fold_binary(*op, *a, *b).map(|v| v.convert(node.dtype)),
+            },
             (Op::Compare(op), [a, b]) => fold_compare(*op, *a, *b).map(Scalar::Bool),
             (Op::Unary(op), [a]) => fold_unary(*op, *a, node.dtype),
             (Op::Cast, [a]) => Some(a.convert(node.dtype)),

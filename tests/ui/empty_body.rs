@@ -1,0 +1,6 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(x: Tensor<f32, N>) -> Tensor<f32, N> {}
+
+fn main() {}
