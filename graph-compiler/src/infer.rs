@@ -132,7 +132,10 @@ pub fn normalize_axes(
             ));
         }
         if out.contains(&(n as usize)) {
-            return Err(format!("`{op}` axis {a} is listed twice"));
+            return Err(format!(
+                "`{op}` axis {a} is listed twice (it is axis {n} of the rank-{rank} tensor {})",
+                shape_str(shape)
+            ));
         }
         out.push(n as usize);
     }

@@ -11,7 +11,7 @@ use crate::ir::*;
 use proc_macro2::TokenStream;
 /// Lowering works with source ranges, so errors underline whole expressions.
 type Span = SpanRange;
-use quote::quote;
+use quote::{quote, ToTokens};
 use std::collections::HashMap;
 use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
 
@@ -51,6 +51,8 @@ struct Lowerer<'a> {
     effects: Vec<NodeId>,
     symbols: Vec<String>,
     consts: HashMap<String, Scalar>,
+    /// The operator being lowered (`+`), for messages.
+    operator: Option<String>,
 }
 
 /// The lowered graph plus the node of each tensor parameter.
@@ -75,6 +77,7 @@ pub fn lower(
         effects: Vec::new(),
         symbols: Vec::new(),
         consts: HashMap::new(),
+        operator: None,
     };
     for (i, p) in params.iter().enumerate() {
         match p {
@@ -146,8 +149,13 @@ pub fn lower(
                             } else {
                                 format!("result {i}")
                             };
+                            let hint = if n.dtype != decl.dtype {
+                                format!("; convert it with `cast::<{}>(...)`", decl.dtype)
+                            } else {
+                                String::new()
+                            };
                             let msg = format!(
-                                "{what} is declared {} but the body returns {}",
+                                "{what} is declared {} but the body returns {}{hint}",
                                 type_str(decl.dtype, &decl.shape),
                                 type_str(n.dtype, &n.shape)
                             );
@@ -920,10 +928,15 @@ impl Lowerer<'_> {
                 return Value::Tensor(self.poisoned(span));
             }
         };
-        Value::Tensor(match op {
+        // Messages name the operator the user wrote (`+`), not the op behind it (`add`).
+        let symbol = b.op.to_token_stream().to_string();
+        self.operator = Some(symbol);
+        let id = match op {
             Ok(op) => self.binary(op, l, r, span),
             Err(cmp) => self.compare(cmp, l, r, span),
-        })
+        };
+        self.operator = None;
+        Value::Tensor(id)
     }
 
     fn binary(&mut self, op: BinaryOp, l: NodeId, r: NodeId, span: Span) -> NodeId {
@@ -962,7 +975,11 @@ impl Lowerer<'_> {
             }
         }
         let (nl, nr) = (self.graph.node(l).clone(), self.graph.node(r).clone());
-        let res = infer::arithmetic(op.name(), (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
+        let name = self
+            .operator
+            .clone()
+            .unwrap_or_else(|| op.name().to_string());
+        let res = infer::arithmetic(&name, (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
         self.typed(Op::Binary(op), vec![l, r], res, span)
     }
 
@@ -973,7 +990,11 @@ impl Lowerer<'_> {
         let (l, r) = self.coerce(l, r, span);
         let (l, r) = (self.concrete(l), self.concrete(r));
         let (nl, nr) = (self.graph.node(l).clone(), self.graph.node(r).clone());
-        let res = infer::compare(op.name(), (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
+        let name = self
+            .operator
+            .clone()
+            .unwrap_or_else(|| op.name().to_string());
+        let res = infer::compare(&name, (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
         self.typed(Op::Compare(op), vec![l, r], res, span)
     }
 
@@ -1805,9 +1826,10 @@ impl Lowerer<'_> {
                     out.push(Some(Dim::Sym(p.path.get_ident()?.to_string())));
                 }
                 other => {
+                    let found = other.to_token_stream().to_string();
                     self.diag.error(
                         other.span(),
-                        "a dim is an integer literal or a symbol of the signature (`B`)",
+                        format!("a dim is an integer literal or a symbol of the signature (`B`); `{found}` is neither"),
                     );
                     return None;
                 }
