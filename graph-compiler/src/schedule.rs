@@ -19,8 +19,114 @@ pub struct Schedule {
     pub fresh: Vec<bool>,
     /// Per slot: dtype and the values it holds, in schedule order.
     pub slots: Vec<(DType, Vec<NodeId>)>,
+    /// Two independent branches of the main schedule, run concurrently when the session
+    /// has more than one inter-op thread.
+    pub fork: Option<Fork>,
     /// The last group (effective, in the value's own region) that reads each value.
     pub last_use: Vec<Option<usize>>,
+}
+
+/// The main schedule split as `prefix; (branch 0 || branch 1)`: the two branches read only
+/// the prefix's values and the inputs, never each other's.
+#[derive(Debug, Clone)]
+pub struct Fork {
+    pub prefix: Vec<usize>,
+    pub branches: [Vec<usize>; 2],
+    /// The results each branch computes (returned from it).
+    pub outputs: [Vec<NodeId>; 2],
+}
+
+/// The main-region group a group belongs to (itself, or the cond group enclosing its arm).
+fn main_level(
+    graph: &Graph,
+    groups: &[Group],
+    cond_group: &HashMap<CondId, usize>,
+    mut g: usize,
+) -> Option<usize> {
+    loop {
+        match groups[g].region {
+            Region::Main => return Some(g),
+            Region::Arm { cond, .. } => g = *cond_group.get(&cond)?,
+        }
+        let _ = graph;
+    }
+}
+
+/// Finds a fork when the first result and the others depend on disjoint heavy work.
+fn find_fork(
+    graph: &Graph,
+    plan: &Plan,
+    reads: &[Vec<NodeId>],
+    region_groups: &HashMap<Region, Vec<usize>>,
+) -> Option<Fork> {
+    if graph.outputs.len() < 2 || !graph.effects.is_empty() {
+        return None;
+    }
+    let groups = &plan.groups;
+    let cond_group: HashMap<CondId, usize> = groups
+        .iter()
+        .filter_map(|g| g.cond.map(|c| (c, g.id)))
+        .collect();
+    let producer = |v: NodeId| -> Option<usize> {
+        let g = plan.group_of[v.0]?;
+        main_level(graph, groups, &cond_group, g)
+    };
+    // Direct dependencies of each main-level group (reads of its arms included).
+    let mut deps: Vec<Vec<usize>> = vec![Vec::new(); groups.len()];
+    for g in groups {
+        let Some(top) = main_level(graph, groups, &cond_group, g.id) else {
+            continue;
+        };
+        for &v in &reads[g.id] {
+            if let Some(p) = producer(v) {
+                if p != top && !deps[top].contains(&p) {
+                    deps[top].push(p);
+                }
+            }
+        }
+    }
+    let ancestors = |outs: &[NodeId]| -> Vec<bool> {
+        let mut seen = vec![false; groups.len()];
+        let mut stack: Vec<usize> = outs.iter().filter_map(|&o| producer(o)).collect();
+        while let Some(g) = stack.pop() {
+            if !std::mem::replace(&mut seen[g], true) {
+                stack.extend(deps[g].iter().copied());
+            }
+        }
+        seen
+    };
+    let s0 = ancestors(&graph.outputs[..1]);
+    let s1 = ancestors(&graph.outputs[1..]);
+    let main = region_groups.get(&Region::Main)?;
+    if main.iter().any(|&g| !s0[g] && !s1[g]) {
+        return None;
+    }
+    let prefix: Vec<usize> = main.iter().copied().filter(|&g| s0[g] && s1[g]).collect();
+    let a: Vec<usize> = main.iter().copied().filter(|&g| s0[g] && !s1[g]).collect();
+    let b: Vec<usize> = main.iter().copied().filter(|&g| !s0[g] && s1[g]).collect();
+    let heavy = |gs: &[usize]| {
+        gs.iter()
+            .any(|&g| !matches!(groups[g].kind, GroupKind::Scalar | GroupKind::View))
+    };
+    if !heavy(&a) || !heavy(&b) {
+        return None;
+    }
+    let outputs_of = |gs: &[usize]| -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = graph
+            .outputs
+            .iter()
+            .copied()
+            .filter(|&o| producer(o).is_some_and(|p| gs.contains(&p)))
+            .collect();
+        v.dedup();
+        v
+    };
+    let outputs = [outputs_of(&a), outputs_of(&b)];
+    Some(Fork {
+        prefix,
+        branches: [a, b],
+        outputs,
+    })
 }
 
 /// The materialised values a group reads.
@@ -211,7 +317,9 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
             }
         }
     }
+    let fork = find_fork(graph, plan, &reads, &region_groups);
     Schedule {
+        fork,
         in_place,
         region_groups,
         frees_after,

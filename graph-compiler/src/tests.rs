@@ -298,3 +298,34 @@ fn fold_decides_a_cond_on_a_reduction_of_a_constant_fill() {
     assert!(g.conds[0].removed);
     assert_eq!(live_ops(&g), vec!["input"]);
 }
+
+#[test]
+fn independent_fetches_fork_after_their_shared_prefix() {
+    let (g, plan) = plan_of(quote! {
+        fn two_heads(x: Tensor<f32, B, 64>, w1: Tensor<f32, 64, 64>, w2: Tensor<f32, 64, 64>) -> (Tensor<f32, B, 64>, Tensor<f32, B, 64>) {
+            let h = relu(x * 2.0 - 0.5);
+            let f = tanh(matmul(h, w1));
+            let g = softmax(matmul(h, w2) + h, -1);
+            (f, g)
+        }
+    });
+    let sched = schedule::schedule(&g, &plan);
+    let fork = sched.fork.expect("the two heads are independent");
+    let kinds = |gs: &[usize]| {
+        gs.iter()
+            .map(|&i| plan.groups[i].kind.name())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(kinds(&fork.prefix), vec!["elementwise"]);
+    assert_eq!(kinds(&fork.branches[0]), vec!["matmul"]);
+    assert_eq!(kinds(&fork.branches[1]), vec!["matmul", "softmax"]);
+    assert_eq!(fork.outputs, [vec![g.outputs[0]], vec![g.outputs[1]]]);
+}
+
+#[test]
+fn fetches_of_one_chain_do_not_fork() {
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, N>) -> (Tensor<f32, N>, Tensor<f32, N>) { let e = exp(x); (e, e + 1.0) }
+    });
+    assert!(schedule::schedule(&g, &plan).fork.is_none());
+}

@@ -52,12 +52,17 @@ slot_element!(bool, Bool);
 #[derive(Debug, Default)]
 pub struct Arena {
     slots: Vec<SlotBuffer>,
+    /// The arenas of the two branches of a forked section (see [`ExecCtx::fork2`]).
+    children: Vec<Arena>,
 }
 
 impl Arena {
     /// An empty arena; allocates nothing until a slot is first taken.
     pub const fn new() -> Arena {
-        Arena { slots: Vec::new() }
+        Arena {
+            slots: Vec::new(),
+            children: Vec::new(),
+        }
     }
 
     /// Total bytes held by all slots.
@@ -72,7 +77,8 @@ impl Arena {
                 SlotBuffer::I64(v) => v.capacity() * 8,
                 SlotBuffer::Bool(v) => v.capacity(),
             })
-            .sum()
+            .sum::<usize>()
+            + self.children.iter().map(Arena::bytes).sum::<usize>()
     }
 }
 
@@ -152,6 +158,7 @@ pub struct ExecCtx<'a> {
     graph: &'static str,
     arena: &'a mut Arena,
     profiler: Option<&'a mut Profiler>,
+    inter_op_threads: usize,
 }
 
 impl<'a> ExecCtx<'a> {
@@ -164,7 +171,45 @@ impl<'a> ExecCtx<'a> {
             graph,
             arena,
             profiler,
+            inter_op_threads: 1,
         }
+    }
+
+    /// Lets independent branches of the schedule run concurrently on up to `n` threads.
+    pub fn with_inter_op_threads(mut self, n: usize) -> ExecCtx<'a> {
+        self.inter_op_threads = n.max(1);
+        self
+    }
+
+    /// Whether a forked section should run its two branches concurrently: more than one
+    /// inter-op thread, and no profiler (whose record is one sequence).
+    #[inline]
+    pub fn run_branches_concurrently(&self) -> bool {
+        self.inter_op_threads > 1 && self.profiler.is_none()
+    }
+
+    /// Two contexts over the two child arenas of this one, for the two branches of a forked
+    /// section; each keeps its buffers between runs like the parent.
+    pub fn fork2(&mut self) -> (ExecCtx<'_>, ExecCtx<'_>) {
+        if self.arena.children.len() < 2 {
+            self.arena.children.resize_with(2, Arena::new);
+        }
+        let (a, b) = self.arena.children.split_at_mut(1);
+        let n = self.inter_op_threads;
+        (
+            ExecCtx {
+                graph: self.graph,
+                arena: &mut a[0],
+                profiler: None,
+                inter_op_threads: n,
+            },
+            ExecCtx {
+                graph: self.graph,
+                arena: &mut b[0],
+                profiler: None,
+                inter_op_threads: n,
+            },
+        )
     }
 
     /// The buffer of `slot`, resized to `len` elements. Its contents are unspecified (the

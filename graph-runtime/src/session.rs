@@ -143,8 +143,9 @@ impl Session {
         };
         let arena = &mut self.arenas[index].1;
         let profiler = self.profiler.as_mut();
+        let inter_op = self.config.inter_op_threads;
         let run = move || {
-            let mut ctx = ExecCtx::new(graph, arena, profiler);
+            let mut ctx = ExecCtx::new(graph, arena, profiler).with_inter_op_threads(inter_op);
             f(&mut ctx)
         };
         match &self.driver {

@@ -3,7 +3,7 @@
 use super::{dim_value, elem_ty, len_expr, shape_expr};
 use crate::fuse::{classify, reduction_split, tree_leaves, Group, GroupKind, LeafClass, Plan};
 use crate::ir::*;
-use crate::schedule::Schedule;
+use crate::schedule::{Fork, Schedule};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashMap;
@@ -28,6 +28,11 @@ pub struct Emitter<'a> {
     store: HashMap<NodeId, Store>,
     moved: Vec<NodeId>,
     profile_labels: Vec<String>,
+    /// Emitting a forked branch: values in `outside` are shared and must not be moved.
+    in_branch: bool,
+    outside: Vec<NodeId>,
+    /// Frees postponed until both branches of a fork are done.
+    deferred: Vec<NodeId>,
 }
 
 fn v(id: NodeId) -> Ident {
@@ -201,6 +206,9 @@ impl<'a> Emitter<'a> {
             store: HashMap::new(),
             moved: Vec::new(),
             profile_labels: Vec::new(),
+            in_branch: false,
+            outside: Vec::new(),
+            deferred: Vec::new(),
         }
     }
 
@@ -243,7 +251,10 @@ impl<'a> Emitter<'a> {
             }
         }
         self.profile_labels = self.plan.groups.iter().map(|g| self.label(g)).collect();
-        out.extend(self.region(Region::Main));
+        match self.sched.fork.clone() {
+            Some(fork) => out.extend(self.forked(&fork)),
+            None => out.extend(self.region(Region::Main)),
+        }
         // Results.
         let mut results = Vec::new();
         let outputs = self.graph.outputs.clone();
@@ -281,7 +292,7 @@ impl<'a> Emitter<'a> {
     fn owned_copy(&mut self, o: NodeId) -> TokenStream {
         let vid = v(o);
         match self.store.get(&o).copied() {
-            Some(Store::Owned) if !self.moved.contains(&o) => {
+            Some(Store::Owned) if !self.moved.contains(&o) && self.may_move(o) => {
                 self.moved.push(o);
                 quote!(#vid)
             }
@@ -322,6 +333,7 @@ impl<'a> Emitter<'a> {
         };
         self.store.get(&r) == Some(&Store::Owned)
             && !self.moved.contains(&r)
+            && self.may_move(r)
             && self
                 .graph
                 .outputs
@@ -375,8 +387,99 @@ impl<'a> Emitter<'a> {
             .get(&r)
             .cloned()
             .unwrap_or_default();
+        self.run_groups(&ids)
+    }
+
+    /// Whether the code being emitted may move `v` (inside a forked branch, the values
+    /// computed before the fork are shared with the other branch, so they stay put).
+    fn may_move(&self, v: NodeId) -> bool {
+        !self.in_branch || !self.outside.contains(&v)
+    }
+
+    /// `prefix; (branch 0 || branch 1)`: the two branches as closures over their own child
+    /// contexts, joined with rayon when the session has inter-op threads, else one after the other.
+    fn forked(&mut self, fork: &Fork) -> TokenStream {
+        let mut out = self.run_groups(&fork.prefix);
+        self.outside = self.store.keys().copied().collect();
+        let mut closures = TokenStream::new();
+        let mut binds = TokenStream::new();
+        for k in 0..2 {
+            self.in_branch = true;
+            let code = self.run_groups(&fork.branches[k]);
+            let outs = fork.outputs[k].clone();
+            let vals: Vec<TokenStream> = outs
+                .iter()
+                .map(|&o| {
+                    if self.node(o).shape.is_empty() {
+                        self.scalar_value(o)
+                    } else {
+                        self.owned_copy(o)
+                    }
+                })
+                .collect();
+            let tys: Vec<TokenStream> = outs
+                .iter()
+                .map(|&o| {
+                    let et = elem_ty(self.node(o).dtype);
+                    if self.node(o).shape.is_empty() {
+                        et
+                    } else {
+                        quote!(::std::vec::Vec<#et>)
+                    }
+                })
+                .collect();
+            self.in_branch = false;
+            let name = format_ident!("__branch_{}", k);
+            let result = format_ident!("__r{}", k);
+            closures.extend(quote! {
+                let #name = |__ctx: &mut ::grafo::__private::exec::ExecCtx<'_>| -> ::std::result::Result<(#(#tys,)*), ::grafo::Error> {
+                    #code
+                    ::std::result::Result::Ok((#(#vals,)*))
+                };
+            });
+            let names: Vec<Ident> = outs.iter().map(|&o| v(o)).collect();
+            binds.extend(quote!(let (#(mut #names,)*) = #result?;));
+            for &o in &outs {
+                let st = if self.node(o).shape.is_empty() {
+                    Store::Scalar
+                } else {
+                    Store::Owned
+                };
+                self.store.insert(o, st);
+                self.moved.retain(|&m| m != o);
+            }
+        }
+        out.extend(quote! {
+            #closures
+            let (__r0, __r1) = if __ctx.run_branches_concurrently() {
+                let (mut __c0, mut __c1) = __ctx.fork2();
+                ::grafo::__private::rayon::join(|| __branch_0(&mut __c0), || __branch_1(&mut __c1))
+            } else {
+                let __r0 = __branch_0(__ctx);
+                (__r0, __branch_1(__ctx))
+            };
+            #binds
+        });
+        // Values of the prefix last read inside a branch go back once both are done.
+        for f in std::mem::take(&mut self.deferred) {
+            if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
+                continue;
+            }
+            if let Some(s) = self.sched.slot[f.0] {
+                let vid = v(f);
+                let et = elem_ty(self.node(f).dtype);
+                out.extend(quote!(__ctx.give::<#et>(#s, #vid);));
+                self.moved.push(f);
+            }
+        }
+        self.outside.clear();
+        out
+    }
+
+    /// Emits groups in order, each followed by the frees the buffer plan puts after it.
+    fn run_groups(&mut self, ids: &[usize]) -> TokenStream {
         let mut out = TokenStream::new();
-        for gid in ids {
+        for &gid in ids {
             let g = self.plan.groups[gid].clone();
             let code = self.group(&g);
             let timed = !matches!(
@@ -395,6 +498,10 @@ impl<'a> Emitter<'a> {
             }
             for &f in &self.sched.frees_after[gid] {
                 if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
+                    continue;
+                }
+                if !self.may_move(f) {
+                    self.deferred.push(f);
                     continue;
                 }
                 let vid = v(f);
@@ -432,7 +539,10 @@ impl<'a> Emitter<'a> {
         let vid = v(id);
         self.store.insert(id, Store::Owned);
         if let Some(l) = self.sched.in_place[id.0] {
-            if self.store.get(&l) == Some(&Store::Owned) && !self.moved.contains(&l) {
+            if self.store.get(&l) == Some(&Store::Owned)
+                && !self.moved.contains(&l)
+                && self.may_move(l)
+            {
                 let lid = v(l);
                 self.moved.push(l);
                 return quote!(let mut #vid: ::std::vec::Vec<#et> = #lid;);
@@ -1180,6 +1290,7 @@ impl<'a> Emitter<'a> {
                     && self.store.get(&o) == Some(&Store::Owned)
                     && self.sched.last_use[o.0] == Some(g.id)
                     && !self.graph.outputs.contains(&o)
+                    && self.may_move(o)
             })
             .collect();
         let give = |moved: &[NodeId]| -> TokenStream {
@@ -1255,7 +1366,9 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             let inside = self.node(o).region == r;
-            let owned = self.store.get(&o) == Some(&Store::Owned) && !self.moved.contains(&o);
+            let owned = self.store.get(&o) == Some(&Store::Owned)
+                && !self.moved.contains(&o)
+                && self.may_move(o);
             let dies = inside
                 || (self.sched.last_use[o.0] == Some(cond_group)
                     && !self.graph.outputs.contains(&o));
