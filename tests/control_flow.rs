@@ -27,7 +27,11 @@ macro_rules! check {
 
 #[graph]
 fn cond_expr(x: Tensor<f32, N>) -> Tensor<f32, N> {
-    let y = if reduce_sum(x) > 0.0 { x * 2.0 } else { x - 1.0 };
+    let y = if reduce_sum(x) > 0.0 {
+        x * 2.0
+    } else {
+        x - 1.0
+    };
     y
 }
 
@@ -91,7 +95,10 @@ fn cond_statements() {
 
 // AutoGraph's rule: a variable assigned in only one arm keeps its old value in the other.
 #[graph]
-fn one_arm_each(x: Tensor<f32, N>, c: Tensor<bool>) -> (Tensor<f32, N>, Tensor<f32, N>, Tensor<f32, N>) {
+fn one_arm_each(
+    x: Tensor<f32, N>,
+    c: Tensor<bool>,
+) -> (Tensor<f32, N>, Tensor<f32, N>, Tensor<f32, N>) {
     let mut a = x;
     let mut b = x * 2.0;
     let untouched = x * 3.0;
@@ -108,7 +115,11 @@ fn variable_assigned_in_one_arm_keeps_old_value() {
     let x = v(&[1.0, 2.0]);
     for c in [true, false] {
         let c0 = arr0(c);
-        let (wa, wb) = if c { (v(&[101.0, 102.0]), v(&[2.0, 4.0])) } else { (v(&[1.0, 2.0]), v(&[1002.0, 1004.0])) };
+        let (wa, wb) = if c {
+            (v(&[101.0, 102.0]), v(&[2.0, 4.0]))
+        } else {
+            (v(&[1.0, 2.0]), v(&[1002.0, 1004.0]))
+        };
         let wu = v(&[3.0, 6.0]);
         let (a, b, u) = one_arm_each(&x, &c0).unwrap();
         assert_eq!((&a, &b, &u), (&wa, &wb, &wu), "compiled c={c}");
@@ -234,7 +245,10 @@ fn host_if() {
     for (how, (a, b)) in [
         ("compiled", host_scalar(&x, 2.5, 3).unwrap()),
         ("eager", host_scalar::eager(&x, 2.5, 3).unwrap()),
-        ("run", host_scalar::run(&mut Session::default(), &x, 2.5, 3).unwrap()),
+        (
+            "run",
+            host_scalar::run(&mut Session::default(), &x, 2.5, 3).unwrap(),
+        ),
     ] {
         assert_eq!(a, v(&[3.5, 6.0]), "x * k + 1 {how}");
         assert_eq!(b, v(&[-2.0, -1.0]), "x - j {how}");
@@ -287,9 +301,22 @@ fn compile_time_conditions() {
     check!(literal_true(&x) == v(&[2.0, 3.0]));
     check!(folded_condition(&x) == v(&[2.0, 4.0]));
     check!(folded_reduce_condition(&x) == v(&[2.0, 4.0]));
-    for g in [literal_true::graph(), folded_condition::graph(), folded_reduce_condition::graph()] {
-        assert!(g.conds.is_empty(), "{}: dead arms are removed at compile time: {:#?}", g.name, g.conds);
-        assert!(!g.nodes.iter().any(|n| n.op == "cond" && n.group.is_some()), "{}", g.name);
+    for g in [
+        literal_true::graph(),
+        folded_condition::graph(),
+        folded_reduce_condition::graph(),
+    ] {
+        assert!(
+            g.conds.is_empty(),
+            "{}: dead arms are removed at compile time: {:#?}",
+            g.name,
+            g.conds
+        );
+        assert!(
+            !g.nodes.iter().any(|n| n.op == "cond" && n.group.is_some()),
+            "{}",
+            g.name
+        );
     }
 }
 
@@ -309,7 +336,11 @@ fn for_unrolled() {
     // acc: x -> 3x -> 7x -> 15x
     check!(unrolled(&v(&[1.0, -2.0])) == v(&[15.0, -30.0]));
     let g = unrolled::graph();
-    assert!(g.nodes.iter().filter(|n| n.op == "mul").count() >= 3, "{:#?}", g.nodes);
+    assert!(
+        g.nodes.iter().filter(|n| n.op == "mul").count() >= 3,
+        "{:#?}",
+        g.nodes
+    );
 }
 
 #[graph]
@@ -356,7 +387,10 @@ fn tuples_shadowing_and_blocks() {
     let want = (v(&[4.0, 6.0]), arr0(5.0f32), v(&[4.0, 6.0]));
     assert_eq!(tuples_shadowing_blocks(&x).unwrap(), want);
     assert_eq!(tuples_shadowing_blocks::eager(&x).unwrap(), want);
-    assert_eq!(tuples_shadowing_blocks::run(&mut Session::default(), &x).unwrap(), want);
+    assert_eq!(
+        tuples_shadowing_blocks::run(&mut Session::default(), &x).unwrap(),
+        want
+    );
     assert_eq!(tuples_shadowing_blocks::graph().outputs.len(), 3);
 }
 
@@ -431,12 +465,27 @@ fn cond_on_a_matrix() {
         }
         o
     };
-    let means = x.mean_axis(grafo::ndarray::Axis(1)).unwrap().insert_axis(grafo::ndarray::Axis(1));
+    let means = x
+        .mean_axis(grafo::ndarray::Axis(1))
+        .unwrap()
+        .insert_axis(grafo::ndarray::Axis(1));
     let taken = &sm * &means;
     for (t, want) in [(0.0f32, &taken), (100.0, &sm)] {
         let w = to_f64(want);
-        assert_close("cond_matrix compiled", &cond_matrix(&x, &arr0(t)).unwrap(), &w);
-        assert_close("cond_matrix eager", &cond_matrix::eager(&x, &arr0(t)).unwrap(), &w);
-        assert_close("cond_matrix run", &cond_matrix::run(&mut Session::default(), &x, &arr0(t)).unwrap(), &w);
+        assert_close(
+            "cond_matrix compiled",
+            &cond_matrix(&x, &arr0(t)).unwrap(),
+            &w,
+        );
+        assert_close(
+            "cond_matrix eager",
+            &cond_matrix::eager(&x, &arr0(t)).unwrap(),
+            &w,
+        );
+        assert_close(
+            "cond_matrix run",
+            &cond_matrix::run(&mut Session::default(), &x, &arr0(t)).unwrap(),
+            &w,
+        );
     }
 }

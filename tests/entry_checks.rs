@@ -47,7 +47,13 @@ fn conv(x: Tensor<f32, B, H, W, 2>, k: Tensor<f32, 3, 3, 2, 4>) -> Tensor<f32, B
 
 fn input_dim(r: Result<impl std::fmt::Debug, Error>) -> (String, usize, usize, usize) {
     match r {
-        Err(Error::InputDim { param, axis, expected, found, .. }) => (param, axis, expected, found),
+        Err(Error::InputDim {
+            param,
+            axis,
+            expected,
+            found,
+            ..
+        }) => (param, axis, expected, found),
         other => panic!("expected Error::InputDim, got {other:?}"),
     }
 }
@@ -60,34 +66,55 @@ fn wrong_static_dim_names_the_parameter() {
     let want = ("x".to_string(), 1, 4, 5);
     assert_eq!(input_dim(affine(&x, &w, &b)), want);
     assert_eq!(input_dim(affine::eager(&x, &w, &b)), want);
-    assert_eq!(input_dim(affine::run(&mut Session::default(), &x, &w, &b)), want);
+    assert_eq!(
+        input_dim(affine::run(&mut Session::default(), &x, &w, &b)),
+        want
+    );
 
     let x = Array2::<f32>::ones((2, 4));
     let w = Array2::<f32>::ones((4, 2)); // axis 1 must be 3
     let want = ("w".to_string(), 1, 3, 2);
     assert_eq!(input_dim(affine(&x, &w, &b)), want);
     assert_eq!(input_dim(affine::eager(&x, &w, &b)), want);
-    assert_eq!(input_dim(affine::run(&mut Session::default(), &x, &w, &b)), want);
+    assert_eq!(
+        input_dim(affine::run(&mut Session::default(), &x, &w, &b)),
+        want
+    );
 
     let w = Array2::<f32>::ones((4, 3));
     let b7 = Array1::<f32>::ones(7);
     let want = ("b".to_string(), 0, 3, 7);
     assert_eq!(input_dim(affine(&x, &w, &b7)), want);
     assert_eq!(input_dim(affine::eager(&x, &w, &b7)), want);
-    assert_eq!(input_dim(affine::run(&mut Session::default(), &x, &w, &b7)), want);
+    assert_eq!(
+        input_dim(affine::run(&mut Session::default(), &x, &w, &b7)),
+        want
+    );
 
     // The error text names the parameter, the axis and both sizes.
     let msg = affine(&x, &w, &b7).unwrap_err().to_string();
-    assert!(msg.contains('b') && msg.contains('3') && msg.contains('7'), "{msg}");
+    assert!(
+        msg.contains('b') && msg.contains('3') && msg.contains('7'),
+        "{msg}"
+    );
 
     // And the right shapes work, with B bound to 2.
     let r = affine(&x, &w, &b).unwrap();
     assert_eq!(r, Array2::from_elem((2, 3), 5.0));
 }
 
-fn symbol_conflict(r: Result<impl std::fmt::Debug, Error>) -> (String, usize, String, String, usize, usize) {
+fn symbol_conflict(
+    r: Result<impl std::fmt::Debug, Error>,
+) -> (String, usize, String, String, usize, usize) {
     match r {
-        Err(Error::SymbolConflict { symbol, bound, bound_by, param, axis, found }) => (symbol, bound, bound_by, param, axis, found),
+        Err(Error::SymbolConflict {
+            symbol,
+            bound,
+            bound_by,
+            param,
+            axis,
+            found,
+        }) => (symbol, bound, bound_by, param, axis, found),
         other => panic!("expected Error::SymbolConflict, got {other:?}"),
     }
 }
@@ -99,7 +126,10 @@ fn symbol_bound_to_two_sizes() {
     let want = ("N".to_string(), 3, "a".to_string(), "b".to_string(), 0, 4);
     assert_eq!(symbol_conflict(add_same(&a, &b)), want);
     assert_eq!(symbol_conflict(add_same::eager(&a, &b)), want);
-    assert_eq!(symbol_conflict(add_same::run(&mut Session::default(), &a, &b)), want);
+    assert_eq!(
+        symbol_conflict(add_same::run(&mut Session::default(), &a, &b)),
+        want
+    );
     let msg = add_same(&a, &b).unwrap_err().to_string();
     assert!(msg.contains('N'), "{msg}");
 
@@ -108,14 +138,30 @@ fn symbol_bound_to_two_sizes() {
     let want = ("N".to_string(), 2, "x".to_string(), "x".to_string(), 1, 3);
     assert_eq!(symbol_conflict(square_only(&x)), want);
     assert_eq!(symbol_conflict(square_only::eager(&x)), want);
-    assert_eq!(symbol_conflict(square_only::run(&mut Session::default(), &x)), want);
-    assert_eq!(square_only(&Array2::<f32>::ones((3, 3))).unwrap(), Array2::from_elem((3, 3), 2.0));
+    assert_eq!(
+        symbol_conflict(square_only::run(&mut Session::default(), &x)),
+        want
+    );
+    assert_eq!(
+        square_only(&Array2::<f32>::ones((3, 3))).unwrap(),
+        Array2::from_elem((3, 3), 2.0)
+    );
 
     // Matmul's shared K checked at the call.
     let a = Array2::<f32>::ones((2, 3));
     let b = Array2::<f32>::ones((4, 5));
     let (sym, bound, by, param, axis, found) = symbol_conflict(mm(&a, &b));
-    assert_eq!((sym.as_str(), bound, by.as_str(), param.as_str(), axis, found), ("K", 3, "a", "b", 0, 4));
+    assert_eq!(
+        (
+            sym.as_str(),
+            bound,
+            by.as_str(),
+            param.as_str(),
+            axis,
+            found
+        ),
+        ("K", 3, "a", "b", 0, 4)
+    );
     symbol_conflict(mm::eager(&a, &b));
     symbol_conflict(mm::run(&mut Session::default(), &a, &b));
 }
@@ -125,7 +171,10 @@ fn a_failed_check_leaves_the_session_usable() {
     let mut s = Session::default();
     let (a, b) = (Array1::<f32>::ones(3), Array1::<f32>::ones(4));
     assert!(add_same::run(&mut s, &a, &b).is_err());
-    assert_eq!(add_same::run(&mut s, &a, &a).unwrap(), Array1::from_elem(3, 2.0));
+    assert_eq!(
+        add_same::run(&mut s, &a, &a).unwrap(),
+        Array1::from_elem(3, 2.0)
+    );
 }
 
 /// compiled, eager and run on the same arguments, each against `want`.

@@ -1,4 +1,5 @@
 //! Checks the elementwise kernels, the eager elementwise ops and the math functions against naive references.
+#![allow(clippy::type_complexity)] // The op tables pair kernels with their references.
 
 mod harness;
 

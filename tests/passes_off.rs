@@ -71,6 +71,7 @@ type ConvArgs = (
     Array4<f32>,
     Array1<f32>,
 );
+type FoldedOut = (Array1<f32>, Array0<i32>);
 type LnArgs = (Array2<f32>, Array1<f32>, Array1<f32>);
 
 struct Runner {
@@ -78,7 +79,7 @@ struct Runner {
     mlp: fn(&MlpArgs) -> Array2<f32>,
     convnet: fn(&ConvArgs, &Array0<f32>) -> Array4<f32>,
     layernorm: fn(&LnArgs) -> Array2<f32>,
-    folded: fn(&Array1<f32>) -> (Array1<f32>, Array0<i32>),
+    folded: fn(&Array1<f32>) -> FoldedOut,
 }
 
 variants! {

@@ -8,7 +8,11 @@ use grafo::prelude::*;
 use refs::{assert_close, assert_close_tol, rand_arr, ref_conv2d, ref_norm, to_f64, zip2};
 
 fn threaded() -> Session {
-    Session::new(SessionConfig { intra_op_threads: 2, ..Default::default() }).unwrap()
+    Session::new(SessionConfig {
+        intra_op_threads: 2,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 // `@tf.function def simple_add(a, b): return a + b` with tf.constant(2), tf.constant(3).
@@ -22,7 +26,10 @@ fn seed_simple_add() {
     let (a, b) = (arr0(2), arr0(3));
     assert_eq!(simple_add(&a, &b).unwrap(), arr0(5));
     assert_eq!(simple_add::eager(&a, &b).unwrap(), arr0(5));
-    assert_eq!(simple_add::run(&mut Session::default(), &a, &b).unwrap(), arr0(5));
+    assert_eq!(
+        simple_add::run(&mut Session::default(), &a, &b).unwrap(),
+        arr0(5)
+    );
     assert_eq!(simple_add::run(&mut threaded(), &a, &b).unwrap(), arr0(5));
 }
 
@@ -98,24 +105,66 @@ fn fetch_two_f32(x: Tensor<f32>, y: Tensor<f32>) -> (Tensor<f32>, Tensor<f32>) {
 fn seed_two_fetches() {
     assert_eq!(producto_division_i32().unwrap(), (arr0(8), arr0(2)));
     assert_eq!(producto_division_i32::eager().unwrap(), (arr0(8), arr0(2)));
-    assert_eq!(producto_division_i32::run(&mut Session::default()).unwrap(), (arr0(8), arr0(2)));
+    assert_eq!(
+        producto_division_i32::run(&mut Session::default()).unwrap(),
+        (arr0(8), arr0(2))
+    );
     assert_eq!(producto_division_f32().unwrap(), (arr0(8.0), arr0(2.0)));
-    assert_eq!(producto_division_f32::eager().unwrap(), (arr0(8.0), arr0(2.0)));
-    assert_eq!(producto_division_f32::run(&mut threaded()).unwrap(), (arr0(8.0), arr0(2.0)));
+    assert_eq!(
+        producto_division_f32::eager().unwrap(),
+        (arr0(8.0), arr0(2.0))
+    );
+    assert_eq!(
+        producto_division_f32::run(&mut threaded()).unwrap(),
+        (arr0(8.0), arr0(2.0))
+    );
     assert_eq!(producto_division_true().unwrap(), (arr0(8), arr0(2.0)));
-    assert_eq!(producto_division_true::eager().unwrap(), (arr0(8), arr0(2.0)));
+    assert_eq!(
+        producto_division_true::eager().unwrap(),
+        (arr0(8), arr0(2.0))
+    );
 
-    assert_eq!(fetch_two_i32(&arr0(2), &arr0(4)).unwrap(), (arr0(8), arr0(2)));
-    assert_eq!(fetch_two_i32::eager(&arr0(2), &arr0(4)).unwrap(), (arr0(8), arr0(2)));
-    assert_eq!(fetch_two_i32::run(&mut Session::default(), &arr0(2), &arr0(4)).unwrap(), (arr0(8), arr0(2)));
+    assert_eq!(
+        fetch_two_i32(&arr0(2), &arr0(4)).unwrap(),
+        (arr0(8), arr0(2))
+    );
+    assert_eq!(
+        fetch_two_i32::eager(&arr0(2), &arr0(4)).unwrap(),
+        (arr0(8), arr0(2))
+    );
+    assert_eq!(
+        fetch_two_i32::run(&mut Session::default(), &arr0(2), &arr0(4)).unwrap(),
+        (arr0(8), arr0(2))
+    );
     // 7 / 2 == 3 and -7 / 2 == -3 as in Rust.
-    assert_eq!(fetch_two_i32(&arr0(2), &arr0(7)).unwrap(), (arr0(14), arr0(3)));
-    assert_eq!(fetch_two_i32(&arr0(2), &arr0(-7)).unwrap(), (arr0(-14), arr0(-3)));
-    assert_eq!(fetch_two_i32::eager(&arr0(2), &arr0(-7)).unwrap(), (arr0(-14), arr0(-3)));
-    assert_eq!(fetch_two_f32(&arr0(2.0), &arr0(4.0)).unwrap(), (arr0(8.0), arr0(2.0)));
-    assert_eq!(fetch_two_f32::eager(&arr0(2.0), &arr0(4.0)).unwrap(), (arr0(8.0), arr0(2.0)));
-    assert_eq!(fetch_two_f32::run(&mut threaded(), &arr0(2.0), &arr0(4.0)).unwrap(), (arr0(8.0), arr0(2.0)));
-    assert_eq!(fetch_two_f32(&arr0(2.0), &arr0(7.0)).unwrap(), (arr0(14.0), arr0(3.5)));
+    assert_eq!(
+        fetch_two_i32(&arr0(2), &arr0(7)).unwrap(),
+        (arr0(14), arr0(3))
+    );
+    assert_eq!(
+        fetch_two_i32(&arr0(2), &arr0(-7)).unwrap(),
+        (arr0(-14), arr0(-3))
+    );
+    assert_eq!(
+        fetch_two_i32::eager(&arr0(2), &arr0(-7)).unwrap(),
+        (arr0(-14), arr0(-3))
+    );
+    assert_eq!(
+        fetch_two_f32(&arr0(2.0), &arr0(4.0)).unwrap(),
+        (arr0(8.0), arr0(2.0))
+    );
+    assert_eq!(
+        fetch_two_f32::eager(&arr0(2.0), &arr0(4.0)).unwrap(),
+        (arr0(8.0), arr0(2.0))
+    );
+    assert_eq!(
+        fetch_two_f32::run(&mut threaded(), &arr0(2.0), &arr0(4.0)).unwrap(),
+        (arr0(8.0), arr0(2.0))
+    );
+    assert_eq!(
+        fetch_two_f32(&arr0(2.0), &arr0(7.0)).unwrap(),
+        (arr0(14.0), arr0(3.5))
+    );
 }
 
 // Placeholders and feed_dict: a, b = placeholder(tf.float32); sess.run(suma, {a: 10.5, b: 4.5}).
@@ -131,9 +180,18 @@ fn seed_placeholders() {
         let (a, b) = (arr0(a), arr0(b));
         assert_eq!(suma_placeholders(&a, &b).unwrap(), arr0(want));
         assert_eq!(suma_placeholders::eager(&a, &b).unwrap(), arr0(want));
-        assert_eq!(suma_placeholders::run(&mut sess, &a, &b).unwrap(), arr0(want));
-        assert_eq!(suma_placeholders::run(&mut sess, a.view(), b.view()).unwrap(), arr0(want));
-        assert_eq!(suma_placeholders::run(&mut threaded(), &a, &b).unwrap(), arr0(want));
+        assert_eq!(
+            suma_placeholders::run(&mut sess, &a, &b).unwrap(),
+            arr0(want)
+        );
+        assert_eq!(
+            suma_placeholders::run(&mut sess, a.view(), b.view()).unwrap(),
+            arr0(want)
+        );
+        assert_eq!(
+            suma_placeholders::run(&mut threaded(), &a, &b).unwrap(),
+            arr0(want)
+        );
     }
 }
 
@@ -172,16 +230,34 @@ fn seed_pow() {
     assert_eq!(potencia::run(&mut Session::default()).unwrap(), arr0(49));
     assert_eq!(potencia_fed(&arr0(7), &arr0(2)).unwrap(), arr0(49));
     assert_eq!(potencia_fed::eager(&arr0(7), &arr0(2)).unwrap(), arr0(49));
-    assert_eq!(potencia_fed::run(&mut Session::default(), &arr0(7), &arr0(2)).unwrap(), arr0(49));
+    assert_eq!(
+        potencia_fed::run(&mut Session::default(), &arr0(7), &arr0(2)).unwrap(),
+        arr0(49)
+    );
     assert_eq!(potencia_fed(&arr0(3), &arr0(4)).unwrap(), arr0(81));
-    assert_eq!(potencia_fed::eager(&arr0(2), &arr0(10)).unwrap(), arr0(1024));
+    assert_eq!(
+        potencia_fed::eager(&arr0(2), &arr0(10)).unwrap(),
+        arr0(1024)
+    );
     assert_eq!(potencia_f32().unwrap(), arr0(49.0));
     assert_eq!(potencia_f32::eager().unwrap(), arr0(49.0));
     assert_eq!(potencia_fed_i64(&arr0(7), &arr0(2)).unwrap(), arr0(49));
-    assert_eq!(potencia_fed_i64::eager(&arr0(7), &arr0(2)).unwrap(), arr0(49));
-    assert_eq!(potencia_fed_i64::run(&mut threaded(), &arr0(7), &arr0(2)).unwrap(), arr0(49));
-    assert_eq!(potencia_fed_f32(&arr0(7.0), &arr0(2.0)).unwrap(), arr0(49.0));
-    assert_eq!(potencia_fed_f32::eager(&arr0(7.0), &arr0(2.0)).unwrap(), arr0(49.0));
+    assert_eq!(
+        potencia_fed_i64::eager(&arr0(7), &arr0(2)).unwrap(),
+        arr0(49)
+    );
+    assert_eq!(
+        potencia_fed_i64::run(&mut threaded(), &arr0(7), &arr0(2)).unwrap(),
+        arr0(49)
+    );
+    assert_eq!(
+        potencia_fed_f32(&arr0(7.0), &arr0(2.0)).unwrap(),
+        arr0(49.0)
+    );
+    assert_eq!(
+        potencia_fed_f32::eager(&arr0(7.0), &arr0(2.0)).unwrap(),
+        arr0(49.0)
+    );
 }
 
 // ConfigProto(intra_op_parallelism_threads=2): producto of 5 and 3 -> 15.
@@ -245,13 +321,21 @@ fn seed_dividir() {
     let (ten, two, zero, neg) = (arr0(10.0f32), arr0(2.0f32), arr0(0.0f32), arr0(-1.0f32));
     assert_eq!(dividir(&ten, &two).unwrap(), arr0(5.0));
     assert_eq!(dividir::eager(&ten, &two).unwrap(), arr0(5.0));
-    assert_eq!(dividir::run(&mut Session::default(), &ten, &two).unwrap(), arr0(5.0));
-    assert_eq!(dividir::run(&mut threaded(), &ten, &two).unwrap(), arr0(5.0));
+    assert_eq!(
+        dividir::run(&mut Session::default(), &ten, &two).unwrap(),
+        arr0(5.0)
+    );
+    assert_eq!(
+        dividir::run(&mut threaded(), &ten, &two).unwrap(),
+        arr0(5.0)
+    );
 
     let greater = "El divisor debe ser mayor que cero.";
     assert!(assertion_message(dividir(&ten, &zero)).contains(greater));
     assert!(assertion_message(dividir::eager(&ten, &zero)).contains(greater));
-    assert!(assertion_message(dividir::run(&mut Session::default(), &ten, &zero)).contains(greater));
+    assert!(
+        assertion_message(dividir::run(&mut Session::default(), &ten, &zero)).contains(greater)
+    );
     assert!(assertion_message(dividir::run(&mut threaded(), &ten, &zero)).contains(greater));
 
     let dividendo = "El dividendo debe ser no negativo.";
@@ -274,7 +358,12 @@ fn seed_dividir_error_carries_op_and_line() {
             assert!(op.contains("greater"), "op {op}");
             assert_eq!(message, "El divisor debe ser mayor que cero.");
             assert!(line > 0, "line {line}");
-            let shown = grafo::Error::Assertion { op, message: message.clone(), line }.to_string();
+            let shown = grafo::Error::Assertion {
+                op,
+                message: message.clone(),
+                line,
+            }
+            .to_string();
             assert!(shown.contains(&message), "{shown}");
         }
         other => panic!("{other:?}"),
@@ -313,8 +402,15 @@ fn red_dinamica(
     salida
 }
 
-fn conv_ref(x: &grafo::ndarray::ArrayD<f64>, k: &Array4<f32>, b: &Array1<f32>, same: bool) -> grafo::ndarray::ArrayD<f64> {
-    zip2(&ref_conv2d(x, &to_f64(k), 1, same), &to_f64(b), |a, b| a + b)
+fn conv_ref(
+    x: &grafo::ndarray::ArrayD<f64>,
+    k: &Array4<f32>,
+    b: &Array1<f32>,
+    same: bool,
+) -> grafo::ndarray::ArrayD<f64> {
+    zip2(&ref_conv2d(x, &to_f64(k), 1, same), &to_f64(b), |a, b| {
+        a + b
+    })
 }
 
 #[test]
@@ -324,12 +420,23 @@ fn seed_red_two_convs() {
     let k1 = rand_arr(3, grafo::ndarray::Ix4(3, 3, 16, 16), -0.2, 0.2);
     let b1 = rand_arr(4, grafo::ndarray::Ix1(16), -0.1, 0.1);
     // datos = np.ones((1, H, W, 3)), and a random batch of 2.
-    let inputs = [Array4::<f32>::ones((1, 16, 16, 3)), rand_arr(5, grafo::ndarray::Ix4(2, 16, 16, 3), 0.0, 1.0)];
+    let inputs = [
+        Array4::<f32>::ones((1, 16, 16, 3)),
+        rand_arr(5, grafo::ndarray::Ix4(2, 16, 16, 3), 0.0, 1.0),
+    ];
     for x in &inputs {
         let want = conv_ref(&conv_ref(&to_f64(x), &k0, &b0, false), &k1, &b1, false);
         assert_close("red compiled", &red(x, &k0, &b0, &k1, &b1).unwrap(), &want);
-        assert_close("red eager", &red::eager(x, &k0, &b0, &k1, &b1).unwrap(), &want);
-        assert_close("red session", &red::run(&mut threaded(), x, &k0, &b0, &k1, &b1).unwrap(), &want);
+        assert_close(
+            "red eager",
+            &red::eager(x, &k0, &b0, &k1, &b1).unwrap(),
+            &want,
+        );
+        assert_close(
+            "red session",
+            &red::run(&mut threaded(), x, &k0, &b0, &k1, &b1).unwrap(),
+            &want,
+        );
     }
 }
 
@@ -343,13 +450,33 @@ fn seed_red_dinamica_both_arms() {
     for (scale, second) in [(1.0f32, true), (100.0, false)] {
         let x = rand_arr(6, grafo::ndarray::Ix4(1, 16, 16, 3), 0.0, 1.0).mapv(|v| v * scale);
         let y0 = conv_ref(&to_f64(&x), &k0, &b0, true);
-        assert_eq!(ref_norm(&y0) < 1000.0, second, "test input picks the intended arm");
-        let want = if second { conv_ref(&y0, &k1, &b1, true) } else { y0 };
+        assert_eq!(
+            ref_norm(&y0) < 1000.0,
+            second,
+            "test input picks the intended arm"
+        );
+        let want = if second {
+            conv_ref(&y0, &k1, &b1, true)
+        } else {
+            y0
+        };
         let what = format!("red_dinamica scale {scale}");
         // Absolute tolerance scales with the inputs (f32 sums of terms of size ~scale).
         let atol = 1e-5 * scale as f64;
-        assert_close_tol(&format!("{what} compiled"), &red_dinamica(&x, &k0, &b0, &k1, &b1).unwrap(), &want, 1e-4, atol);
-        assert_close_tol(&format!("{what} eager"), &red_dinamica::eager(&x, &k0, &b0, &k1, &b1).unwrap(), &want, 1e-4, atol);
+        assert_close_tol(
+            &format!("{what} compiled"),
+            &red_dinamica(&x, &k0, &b0, &k1, &b1).unwrap(),
+            &want,
+            1e-4,
+            atol,
+        );
+        assert_close_tol(
+            &format!("{what} eager"),
+            &red_dinamica::eager(&x, &k0, &b0, &k1, &b1).unwrap(),
+            &want,
+            1e-4,
+            atol,
+        );
         assert_close_tol(
             &format!("{what} session"),
             &red_dinamica::run(&mut Session::default(), &x, &k0, &b0, &k1, &b1).unwrap(),
@@ -370,8 +497,14 @@ fn dividir_literal_cero(a: Tensor<f32>, b: Tensor<f32>) -> Tensor<f32> {
 
 #[test]
 fn seed_dividir_integer_literal() {
-    assert_eq!(dividir_literal_cero(&arr0(10.0), &arr0(2.0)).unwrap(), arr0(5.0));
-    assert_eq!(dividir_literal_cero::eager(&arr0(10.0), &arr0(2.0)).unwrap(), arr0(5.0));
+    assert_eq!(
+        dividir_literal_cero(&arr0(10.0), &arr0(2.0)).unwrap(),
+        arr0(5.0)
+    );
+    assert_eq!(
+        dividir_literal_cero::eager(&arr0(10.0), &arr0(2.0)).unwrap(),
+        arr0(5.0)
+    );
     let m = assertion_message(dividir_literal_cero(&arr0(10.0), &arr0(0.0)));
     assert!(m.contains("mayor que cero"), "{m}");
     let m = assertion_message(dividir_literal_cero::eager(&arr0(10.0), &arr0(0.0)));

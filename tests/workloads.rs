@@ -4,7 +4,7 @@
 mod refs;
 
 use grafo::prelude::*;
-use grafo::{GraphDef, Dim};
+use grafo::{Dim, GraphDef};
 use refs::*;
 
 // ----- W1: gelu -------------------------------------------------------------------------------
@@ -39,19 +39,52 @@ fn w1_gelu_real_size() {
 
 #[test]
 fn w1_gelu_non_finite() {
-    let x = arr1(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e30, -1e30, 50.0, -50.0, 1e-30]);
+    let x = arr1(&[
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1e30,
+        -1e30,
+        50.0,
+        -50.0,
+        1e-30,
+    ]);
     let want = map1(&to_f64(&x), ref_gelu);
     let a = w1_gelu(&x).unwrap();
     let b = w1_gelu::eager(&x).unwrap();
     // Elements with a finite reference must match; NaN must stay NaN; +inf stays +inf.
-    assert!(a[0].is_nan() && b[0].is_nan(), "gelu(NaN): {} {}", a[0], b[0]);
+    assert!(
+        a[0].is_nan() && b[0].is_nan(),
+        "gelu(NaN): {} {}",
+        a[0],
+        b[0]
+    );
     assert_eq!(a[1], f32::INFINITY, "compiled gelu(+inf)");
     assert_eq!(b[1], f32::INFINITY, "eager gelu(+inf)");
     // -inf: 0.5 * -inf * (1 + tanh(-inf)) = -inf * 0 = NaN in IEEE arithmetic (as in TF/NumPy).
-    assert!(a[2].is_nan() && b[2].is_nan(), "gelu(-inf): {} {}", a[2], b[2]);
+    assert!(
+        a[2].is_nan() && b[2].is_nan(),
+        "gelu(-inf): {} {}",
+        a[2],
+        b[2]
+    );
     for i in 3..x.len() {
-        assert!(close(a[i] as f64, want[i]), "compiled gelu({}) = {} want {}", x[i], a[i], want[i]);
-        assert!(close(b[i] as f64, want[i]), "eager gelu({}) = {} want {}", x[i], b[i], want[i]);
+        assert!(
+            close(a[i] as f64, want[i]),
+            "compiled gelu({}) = {} want {}",
+            x[i],
+            a[i],
+            want[i]
+        );
+        assert!(
+            close(b[i] as f64, want[i]),
+            "eager gelu({}) = {} want {}",
+            x[i],
+            b[i],
+            want[i]
+        );
     }
 }
 
@@ -71,11 +104,22 @@ fn w1_gelu_is_one_elementwise_group() {
     }
     for n in &g.nodes {
         if n.group.is_some() && !matches!(n.op.as_str(), "input" | "constant") {
-            assert_eq!(n.group, Some(ew[0].id), "node {} ({}) outside the fused group; groups {:#?}", n.name, n.op, g.groups);
+            assert_eq!(
+                n.group,
+                Some(ew[0].id),
+                "node {} ({}) outside the fused group; groups {:#?}",
+                n.name,
+                n.op,
+                g.groups
+            );
         }
     }
     // No group other than the elementwise loop does work on the data.
-    let working: Vec<_> = g.groups.iter().filter(|gr| gr.kind != "view" && gr.kind != "scalar").collect();
+    let working: Vec<_> = g
+        .groups
+        .iter()
+        .filter(|gr| gr.kind != "view" && gr.kind != "scalar")
+        .collect();
     assert_eq!(working.len(), 1, "{:#?}", g.groups);
 }
 
@@ -92,7 +136,13 @@ fn w2_mlp(
     softmax(matmul(relu(matmul(x, w1) + b1), w2) + b2, -1)
 }
 
-fn mlp_ref(x: &ArrayD<f64>, w1: &ArrayD<f64>, b1: &ArrayD<f64>, w2: &ArrayD<f64>, b2: &ArrayD<f64>) -> ArrayD<f64> {
+fn mlp_ref(
+    x: &ArrayD<f64>,
+    w1: &ArrayD<f64>,
+    b1: &ArrayD<f64>,
+    w2: &ArrayD<f64>,
+    b2: &ArrayD<f64>,
+) -> ArrayD<f64> {
     let h = zip2(&ref_matmul(x, w1), b1, |a, b| ref_relu(a + b));
     let o = zip2(&ref_matmul(&h, w2), b2, |a, b| a + b);
     ref_softmax(&o, 1, false)
@@ -106,7 +156,13 @@ fn w2_mlp_batches() {
     let b2 = rand_arr(14, grafo::ndarray::Ix1(10), -0.1, 0.1);
     for b in [1usize, 7, 256] {
         let x = rand_arr(b as u64, grafo::ndarray::Ix2(b, 784), 0.0, 1.0);
-        let want = mlp_ref(&to_f64(&x), &to_f64(&w1), &to_f64(&b1), &to_f64(&w2), &to_f64(&b2));
+        let want = mlp_ref(
+            &to_f64(&x),
+            &to_f64(&w1),
+            &to_f64(&b1),
+            &to_f64(&w2),
+            &to_f64(&b2),
+        );
         let a = w2_mlp(&x, &w1, &b1, &w2, &b2).unwrap();
         let e = w2_mlp::eager(&x, &w1, &b1, &w2, &b2).unwrap();
         assert_eq!(a.shape(), &[b, 10]);
@@ -132,13 +188,30 @@ fn w2_first_matmul_has_bias_relu_epilogue() {
         .expect("a matmul group in the schedule");
     let ops = g.group_ops(first.id);
     assert_eq!(ops[0], "matmul", "{ops:?}");
-    assert!(ops.contains(&"add"), "first matmul group lacks the bias add: {ops:?}");
-    assert!(ops.contains(&"relu"), "first matmul group lacks relu: {ops:?}");
+    assert!(
+        ops.contains(&"add"),
+        "first matmul group lacks the bias add: {ops:?}"
+    );
+    assert!(
+        ops.contains(&"relu"),
+        "first matmul group lacks relu: {ops:?}"
+    );
     // Its matmul reads x directly.
     let mm_node = &g.nodes[first.nodes[0]];
-    let x_in = g.inputs.iter().find(|i| i.name == "x").and_then(|i| i.node).unwrap();
-    assert!(mm_node.inputs.contains(&x_in), "first matmul does not read x: {mm_node:?}");
-    assert_eq!(g.nodes[first.output].shape, vec![Dim::Symbol("B".into()), Dim::Static(512)]);
+    let x_in = g
+        .inputs
+        .iter()
+        .find(|i| i.name == "x")
+        .and_then(|i| i.node)
+        .unwrap();
+    assert!(
+        mm_node.inputs.contains(&x_in),
+        "first matmul does not read x: {mm_node:?}"
+    );
+    assert_eq!(
+        g.nodes[first.output].shape,
+        vec![Dim::Symbol("B".into()), Dim::Static(512)]
+    );
 }
 
 // ----- W3: seed_convnet -----------------------------------------------------------------------
@@ -194,9 +267,20 @@ fn conv_params() -> ConvParams {
 
 fn convnet_ref(x: &ArrayD<f64>, p: &ConvParams, limit: f64, act: bool) -> (ArrayD<f64>, bool) {
     let f = |v: f64| if act { ref_relu(v) } else { v };
-    let y = zip2(&ref_conv2d(x, &to_f64(&p.k0), 1, true), &to_f64(&p.b0), |a, b| f(a + b));
+    let y = zip2(
+        &ref_conv2d(x, &to_f64(&p.k0), 1, true),
+        &to_f64(&p.b0),
+        |a, b| f(a + b),
+    );
     if ref_norm(&y) < limit {
-        (zip2(&ref_conv2d(&y, &to_f64(&p.k1), 1, true), &to_f64(&p.b1), |a, b| f(a + b)), true)
+        (
+            zip2(
+                &ref_conv2d(&y, &to_f64(&p.k1), 1, true),
+                &to_f64(&p.b1),
+                |a, b| f(a + b),
+            ),
+            true,
+        )
     } else {
         (y, false)
     }
@@ -205,7 +289,10 @@ fn convnet_ref(x: &ArrayD<f64>, p: &ConvParams, limit: f64, act: bool) -> (Array
 #[test]
 fn w3_convnet_both_arms() {
     let p = conv_params();
-    for (seed, (b, h, w)) in [(1usize, 64usize, 64usize), (2, 5, 7), (1, 1, 1)].into_iter().enumerate() {
+    for (seed, (b, h, w)) in [(1usize, 64usize, 64usize), (2, 5, 7), (1, 1, 1)]
+        .into_iter()
+        .enumerate()
+    {
         let x = rand_arr(30 + seed as u64, grafo::ndarray::Ix4(b, h, w, 3), 0.0, 1.0);
         for limit in [f32::INFINITY, 0.0] {
             let l = arr0(limit);
@@ -228,7 +315,11 @@ fn w3_convnet_threshold_between_arms() {
     // A limit just above / below the norm of the first conv's output picks each arm.
     let p = conv_params();
     let x = rand_arr(40, grafo::ndarray::Ix4(1, 8, 8, 3), 0.0, 1.0);
-    let y0 = zip2(&ref_conv2d(&to_f64(&x), &to_f64(&p.k0), 1, true), &to_f64(&p.b0), |a, b| a + b);
+    let y0 = zip2(
+        &ref_conv2d(&to_f64(&x), &to_f64(&p.k0), 1, true),
+        &to_f64(&p.b0),
+        |a, b| a + b,
+    );
     let n = ref_norm(&y0);
     for (limit, second) in [((n * 1.01) as f32, true), ((n * 0.99) as f32, false)] {
         let (want, s) = convnet_ref(&to_f64(&x), &p, limit as f64, false);
@@ -260,9 +351,15 @@ fn assert_conv_groups_have_bias(g: &GraphDef, act: bool) {
     for c in convs {
         let ops = g.group_ops(c.id);
         assert_eq!(ops[0], "conv2d", "{ops:?}");
-        assert!(ops.contains(&"add") || ops.contains(&"bias_add"), "conv group without its bias: {ops:?}");
+        assert!(
+            ops.contains(&"add") || ops.contains(&"bias_add"),
+            "conv group without its bias: {ops:?}"
+        );
         if act {
-            assert!(ops.contains(&"relu"), "conv group without its relu: {ops:?}");
+            assert!(
+                ops.contains(&"relu"),
+                "conv group without its relu: {ops:?}"
+            );
         }
     }
     assert_eq!(g.conds.len(), 1, "one cond node: {:#?}", g.conds);
@@ -277,7 +374,11 @@ fn w3_conv_groups_include_bias() {
 // ----- W4: layernorm --------------------------------------------------------------------------
 
 #[graph]
-fn w4_layernorm(x: Tensor<f32, N, 1024>, gamma: Tensor<f32, 1024>, beta: Tensor<f32, 1024>) -> Tensor<f32, N, 1024> {
+fn w4_layernorm(
+    x: Tensor<f32, N, 1024>,
+    gamma: Tensor<f32, 1024>,
+    beta: Tensor<f32, 1024>,
+) -> Tensor<f32, N, 1024> {
     let mean = reduce_mean(x, -1, true);
     let d = x - mean;
     let var = reduce_mean(d * d, -1, true);
@@ -303,7 +404,11 @@ fn w4_layernorm_rows() {
         let e = w4_layernorm::eager(&x, &gamma, &beta).unwrap();
         assert_close_tol(&format!("w4 compiled N={n}"), &a, &want, 1e-4, 1e-4);
         assert_close_tol(&format!("w4 eager N={n}"), &e, &want, 1e-4, 1e-4);
-        let mut s = Session::new(SessionConfig { intra_op_threads: 2, ..Default::default() }).unwrap();
+        let mut s = Session::new(SessionConfig {
+            intra_op_threads: 2,
+            ..Default::default()
+        })
+        .unwrap();
         let r = w4_layernorm::run(&mut s, &x, &gamma, &beta).unwrap();
         assert_close_tol(&format!("w4 session N={n}"), &r, &want, 1e-4, 1e-4);
     }
@@ -314,12 +419,34 @@ fn w4_layernorm_fusion() {
     let g = w4_layernorm::graph();
     let big = vec![Dim::Symbol("N".into()), Dim::Static(1024)];
     let touches = |gr: &grafo::GroupDef| {
-        gr.nodes.iter().any(|&n| g.nodes[n].shape == big || g.nodes[n].inputs.iter().any(|&i| g.nodes[i].shape == big))
+        gr.nodes.iter().any(|&n| {
+            g.nodes[n].shape == big || g.nodes[n].inputs.iter().any(|&i| g.nodes[i].shape == big)
+        })
     };
-    let touching: Vec<_> = g.groups.iter().filter(|gr| gr.kind != "view" && touches(gr)).collect();
-    assert!(touching.len() <= 3, "{} groups touch the [N, 1024] data: {:#?}", touching.len(), touching);
-    assert_eq!(touching.iter().filter(|gr| gr.kind == "reduce").count(), 2, "{touching:#?}");
-    assert_eq!(touching.iter().filter(|gr| gr.kind == "elementwise").count(), 1, "{touching:#?}");
+    let touching: Vec<_> = g
+        .groups
+        .iter()
+        .filter(|gr| gr.kind != "view" && touches(gr))
+        .collect();
+    assert!(
+        touching.len() <= 3,
+        "{} groups touch the [N, 1024] data: {:#?}",
+        touching.len(),
+        touching
+    );
+    assert_eq!(
+        touching.iter().filter(|gr| gr.kind == "reduce").count(),
+        2,
+        "{touching:#?}"
+    );
+    assert_eq!(
+        touching
+            .iter()
+            .filter(|gr| gr.kind == "elementwise")
+            .count(),
+        1,
+        "{touching:#?}"
+    );
 }
 
 // ----- W5: seed scalars -----------------------------------------------------------------------

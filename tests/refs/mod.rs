@@ -52,7 +52,13 @@ fn close_one(g: f64, w: f64, rtol: f64, atol: f64) -> bool {
 }
 
 /// Asserts `got` has shape `shape` and matches `want` elementwise (NaN == NaN, inf == inf).
-pub fn assert_close_tol<T: AsF64, D: Dimension>(what: &str, got: &Array<T, D>, want: &ArrayD<f64>, rtol: f64, atol: f64) {
+pub fn assert_close_tol<T: AsF64, D: Dimension>(
+    what: &str,
+    got: &Array<T, D>,
+    want: &ArrayD<f64>,
+    rtol: f64,
+    atol: f64,
+) {
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     let mut bad = 0;
     let mut first = String::new();
@@ -65,7 +71,11 @@ pub fn assert_close_tol<T: AsF64, D: Dimension>(what: &str, got: &Array<T, D>, w
             bad += 1;
         }
     }
-    assert!(bad == 0, "{what}: {bad} of {} elements differ; first at {first}", want.len());
+    assert!(
+        bad == 0,
+        "{what}: {bad} of {} elements differ; first at {first}",
+        want.len()
+    );
 }
 
 pub fn assert_close<T: AsF64, D: Dimension>(what: &str, got: &Array<T, D>, want: &ArrayD<f64>) {
@@ -88,10 +98,14 @@ pub fn view_f64<T: AsF64, D: Dimension>(a: &ArrayView<T, D>) -> ArrayD<f64> {
 
 /// Deterministic uniform values in [lo, hi) (an LCG, seeded).
 pub fn uniform(seed: u64, n: usize, lo: f32, hi: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let u = ((s >> 40) as f64) / ((1u64 << 24) as f64);
             lo + (hi - lo) * u as f32
         })
@@ -109,7 +123,10 @@ pub fn rand_f64<D: Dimension>(seed: u64, shape: D, lo: f32, hi: f32) -> Array<f6
 
 pub fn rand_i32<D: Dimension>(seed: u64, shape: D, lo: i32, hi: i32) -> Array<i32, D> {
     let n = shape.size();
-    let v = uniform(seed, n, 0.0, 1.0).into_iter().map(|u| lo + ((hi - lo) as f32 * u) as i32).collect();
+    let v = uniform(seed, n, 0.0, 1.0)
+        .into_iter()
+        .map(|u| lo + ((hi - lo) as f32 * u) as i32)
+        .collect();
     Array::from_shape_vec(shape, v).unwrap()
 }
 
@@ -120,8 +137,16 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
     let r = a.len().max(b.len());
     (0..r)
         .map(|i| {
-            let da = if i + a.len() >= r { a[i + a.len() - r] } else { 1 };
-            let db = if i + b.len() >= r { b[i + b.len() - r] } else { 1 };
+            let da = if i + a.len() >= r {
+                a[i + a.len() - r]
+            } else {
+                1
+            };
+            let db = if i + b.len() >= r {
+                b[i + b.len() - r]
+            } else {
+                1
+            };
             assert!(da == db || da == 1 || db == 1, "bad broadcast {a:?} {b:?}");
             if da == 1 {
                 db
@@ -134,7 +159,11 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Vec<usize> {
 
 fn bindex(idx: &[usize], shape: &[usize]) -> Vec<usize> {
     let off = idx.len() - shape.len();
-    shape.iter().enumerate().map(|(i, &d)| if d == 1 { 0 } else { idx[off + i] }).collect()
+    shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if d == 1 { 0 } else { idx[off + i] })
+        .collect()
 }
 
 /// Elementwise binary op with broadcasting.
@@ -142,15 +171,27 @@ pub fn zip2(a: &ArrayD<f64>, b: &ArrayD<f64>, f: impl Fn(f64, f64) -> f64) -> Ar
     let s = broadcast_shape(a.shape(), b.shape());
     ArrayD::from_shape_fn(IxDyn(&s), |ix| {
         let ix = ix.slice().to_vec();
-        f(a[IxDyn(&bindex(&ix, a.shape()))], b[IxDyn(&bindex(&ix, b.shape()))])
+        f(
+            a[IxDyn(&bindex(&ix, a.shape()))],
+            b[IxDyn(&bindex(&ix, b.shape()))],
+        )
     })
 }
 
-pub fn zip3(c: &ArrayD<f64>, a: &ArrayD<f64>, b: &ArrayD<f64>, f: impl Fn(f64, f64, f64) -> f64) -> ArrayD<f64> {
+pub fn zip3(
+    c: &ArrayD<f64>,
+    a: &ArrayD<f64>,
+    b: &ArrayD<f64>,
+    f: impl Fn(f64, f64, f64) -> f64,
+) -> ArrayD<f64> {
     let s = broadcast_shape(&broadcast_shape(c.shape(), a.shape()), b.shape());
     ArrayD::from_shape_fn(IxDyn(&s), |ix| {
         let ix = ix.slice().to_vec();
-        f(c[IxDyn(&bindex(&ix, c.shape()))], a[IxDyn(&bindex(&ix, a.shape()))], b[IxDyn(&bindex(&ix, b.shape()))])
+        f(
+            c[IxDyn(&bindex(&ix, c.shape()))],
+            a[IxDyn(&bindex(&ix, a.shape()))],
+            b[IxDyn(&bindex(&ix, b.shape()))],
+        )
     })
 }
 
@@ -161,18 +202,30 @@ pub fn map1(a: &ArrayD<f64>, f: impl Fn(f64) -> f64) -> ArrayD<f64> {
 /// Reduction over `axes` (already non-negative) with f64 accumulation.
 pub fn ref_reduce(a: &ArrayD<f64>, axes: &[usize], keep: bool, kind: &str) -> ArrayD<f64> {
     let shape = a.shape().to_vec();
-    let kept: Vec<usize> = shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-    let mut acc = ArrayD::from_elem(IxDyn(&kept), match kind {
-        "max" => f64::NEG_INFINITY,
-        "min" => f64::INFINITY,
-        _ => 0.0,
-    });
+    let kept: Vec<usize> = shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+        .collect();
+    let mut acc = ArrayD::from_elem(
+        IxDyn(&kept),
+        match kind {
+            "max" => f64::NEG_INFINITY,
+            "min" => f64::INFINITY,
+            _ => 0.0,
+        },
+    );
     let mut count = 1usize;
     for &ax in axes {
         count *= shape[ax];
     }
     for (ix, &v) in a.indexed_iter() {
-        let ix: Vec<usize> = ix.slice().iter().enumerate().map(|(i, &k)| if axes.contains(&i) { 0 } else { k }).collect();
+        let ix: Vec<usize> = ix
+            .slice()
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| if axes.contains(&i) { 0 } else { k })
+            .collect();
         let slot = &mut acc[IxDyn(&ix)];
         *slot = match kind {
             "max" => {
@@ -198,7 +251,12 @@ pub fn ref_reduce(a: &ArrayD<f64>, axes: &[usize], keep: bool, kind: &str) -> Ar
     if keep {
         acc
     } else {
-        let out: Vec<usize> = shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
+        let out: Vec<usize> = shape
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, &d)| d)
+            .collect();
         acc.into_shape_with_order(IxDyn(&out)).unwrap()
     }
 }
@@ -247,12 +305,16 @@ pub fn ref_matmul(a: &ArrayD<f64>, b: &ArrayD<f64>) -> ArrayD<f64> {
             let bb = b.shape()[0];
             ArrayD::from_shape_fn(IxDyn(&[bs, m, n]), |ix| {
                 let j = if bb == 1 { 0 } else { ix[0] };
-                (0..k).map(|p| a[[ix[0], ix[1], p]] * b[[j, p, ix[2]]]).sum()
+                (0..k)
+                    .map(|p| a[[ix[0], ix[1], p]] * b[[j, p, ix[2]]])
+                    .sum()
             })
         }
         (3, 2) => {
             let (bs, m, k, n) = (a.shape()[0], a.shape()[1], a.shape()[2], b.shape()[1]);
-            ArrayD::from_shape_fn(IxDyn(&[bs, m, n]), |ix| (0..k).map(|p| a[[ix[0], ix[1], p]] * b[[p, ix[2]]]).sum())
+            ArrayD::from_shape_fn(IxDyn(&[bs, m, n]), |ix| {
+                (0..k).map(|p| a[[ix[0], ix[1], p]] * b[[p, ix[2]]]).sum()
+            })
         }
         other => panic!("matmul ranks {other:?}"),
     }
@@ -296,7 +358,8 @@ pub fn ref_conv2d(x: &ArrayD<f64>, k: &ArrayD<f64>, stride: usize, same: bool) -
                         let xoff = ((b * h + yi as usize) * w + xj as usize) * c;
                         for ch in 0..c {
                             let xval = xv[xoff + ch];
-                            let krow = &kv[((di * kw + dj) * c + ch) * o..((di * kw + dj) * c + ch + 1) * o];
+                            let krow = &kv
+                                [((di * kw + dj) * c + ch) * o..((di * kw + dj) * c + ch + 1) * o];
                             for f in 0..o {
                                 orow[f] += xval * krow[f];
                             }
