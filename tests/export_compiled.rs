@@ -1,0 +1,130 @@
+//! The graphs the macro emits, exported for the real clients: `dot -Tsvg` renders them and TensorBoard's reader loads them.
+
+use grafo::prelude::*;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[graph]
+fn convnet(
+    x: Tensor<f32, B, 512, 512, 3>,
+    k0: Tensor<f32, 3, 3, 3, 16>,
+    b0: Tensor<f32, 16>,
+    k1: Tensor<f32, 3, 3, 16, 16>,
+    b1: Tensor<f32, 16>,
+    limit: Tensor<f32>,
+) -> Tensor<f32, B, 512, 512, 16> {
+    let mut y = relu(conv2d(x, k0, 1, SAME) + b0);
+    if norm(y) < limit {
+        y = relu(conv2d(y, k1, 1, SAME) + b1);
+    }
+    y
+}
+
+#[graph]
+fn mlp(
+    x: Tensor<f32, B, 784>,
+    w1: Tensor<f32, 784, 512>,
+    b1: Tensor<f32, 512>,
+    w2: Tensor<f32, 512, 10>,
+    b2: Tensor<f32, 10>,
+) -> Tensor<f32, B, 10> {
+    let h = relu(matmul(x, w1) + b1);
+    softmax(matmul(h, w2) + b2, -1)
+}
+
+/// Fails unless the tool is there (CI installs it with `.ci/install-tools`), or skipping is asked for.
+fn require_tool(available: bool, what: &str) -> bool {
+    if available {
+        return true;
+    }
+    let skip = std::env::var("GRAFO_SKIP_EXTERNAL_TOOLS").is_ok_and(|v| v == "1");
+    assert!(skip, "{what} is missing: run `.ci/install-tools` (or set GRAFO_SKIP_EXTERNAL_TOOLS=1 to skip this check)");
+    false
+}
+
+#[test]
+fn dot_of_compiled_graphs_renders() {
+    let has_dot = Command::new("dot")
+        .arg("-V")
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require_tool(has_dot, "Graphviz's `dot`") {
+        return;
+    }
+    for dot in [convnet::graph().to_dot(), mlp::graph().to_dot()] {
+        assert!(
+            dot.contains("cluster_"),
+            "fusion groups and cond arms are clusters"
+        );
+        let mut child = Command::new("dot")
+            .arg("-Tsvg")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dot starts");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(dot.as_bytes())
+            .expect("dot reads");
+        let out = child.wait_with_output().expect("dot finishes");
+        assert!(
+            out.status.success(),
+            "dot failed: {}\n{dot}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("<svg"));
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "grafo-export-compiled-{name}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn tensorboard_reads_compiled_graphs() {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    let has_tb = Command::new(&python)
+        .args(["-c", "import tensorboard"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !require_tool(has_tb, "the TensorBoard venv (.venv)") {
+        return;
+    }
+    let g = convnet::graph();
+    let dir = temp_dir("w3");
+    let path = g.write_tensorboard(&dir).expect("event file written");
+    let conv_count = g.nodes.iter().filter(|n| n.op == "conv2d").count();
+    assert_eq!(conv_count, 2);
+    let expected = format!(
+        r#"{{"node_count": {}, "nodes": {{
+            "x": {{"op": "input", "shape": ["B", 512, 512, 3]}},
+            "k0": {{"op": "input", "shape": [3, 3, 3, 16]}},
+            "limit": {{"op": "input", "shape": []}}
+        }}}}"#,
+        g.nodes.len()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_tensorboard.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(&path)
+        .arg(&expected)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "TensorBoard rejected the W3 graph:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
