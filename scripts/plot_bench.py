@@ -122,14 +122,14 @@ def svg_chart(title, bars, unit, path):
     hi = 10 ** math.ceil(math.log10(max(v for _, v, _ in bars)))
     if hi / lo < 100:
         hi = lo * 100
-    left, width, bar_h, gap, top = 230, 460, 18, 6, 44
+    left, width, bar_h, gap, top = 250, 460, 18, 6, 44
     height = top + len(bars) * (bar_h + gap) + 40
     x = lambda v: left + width * (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo))
     s = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 90}" height="{height}" '
          f'font-family="sans-serif" font-size="12">',
          f'<rect width="100%" height="100%" fill="white"/>',
          f'<text x="10" y="20" font-size="14" font-weight="bold">{html.escape(title)}</text>',
-         f'<text x="10" y="36" fill="#555">median time per call, {unit}, log scale '
+         f'<text x="10" y="36" fill="#555">median time per call, {unit.replace("us", "µs")}, log scale '
          f'(lower is better)</text>']
     d = lo
     while d <= hi * 1.0001:
