@@ -10,6 +10,9 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
+/// The largest value (in elements) of a graph that `run` keeps on the caller's thread.
+const SMALL_GRAPH_ELEMENTS: u64 = 4096;
+
 /// Expands `#[graph(attr)] item` into the compiled function and its `NAME::{eager, run, graph}` module.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let func: syn::ItemFn = match syn::parse2(item) {
@@ -68,6 +71,27 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         })
         .collect();
     let checks = emit::entry_checks(&sig.params);
+    // A graph whose every value is small and static runs on the caller's thread in a
+    // Session: handing it to the pool would cost more than the work (W5: scalars).
+    let small = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| plan.live[*i])
+        .all(|(_, n)| {
+            n.shape
+                .iter()
+                .try_fold(1u64, |acc, d| match d {
+                    crate::ir::Dim::Const(k) => Some(acc.saturating_mul(*k)),
+                    crate::ir::Dim::Sym(_) => None,
+                })
+                .is_some_and(|elems| elems <= SMALL_GRAPH_ELEMENTS)
+        });
+    let run_fn = if small {
+        format_ident!("__run_here")
+    } else {
+        format_ident!("__run")
+    };
     let mut emitter = emit::compiled::Emitter::new(&graph, &plan, &sched);
     let compiled_body = emitter.body(&sig.params);
     let eager_body = emit::eager::body(&eager_graph, &sig.params);
@@ -121,7 +145,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             #allow
             pub fn run #lts (__session: &mut ::grafo::Session, #(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 #(#to_views)*
-                __session.__run(GRAPH_KEY, move |__ctx| __compiled(__ctx, #(#names),*))
+                __session.#run_fn(GRAPH_KEY, move |__ctx| __compiled(__ctx, #(#names),*))
             }
 
             #[doc = "The compiled graph as data: nodes, cond subgraphs, fusion groups, schedule and buffer plan."]

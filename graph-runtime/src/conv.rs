@@ -7,6 +7,7 @@
 //! the epilogue while it is still in cache.
 
 use rayon::prelude::*;
+use std::sync::{Arc, Mutex};
 
 use crate::matmul::{GemmElement, ROW_ALIGN};
 
@@ -154,7 +155,7 @@ pub fn conv2d_into<T: GemmElement, E>(
     };
     let pixels = n * oh * ow;
     // With a gather kernel, interior patches are read in place through a table of offsets.
-    let gather = T::has_gather_kernel(cout).then(|| GatherTables::new(&g));
+    let gather = T::has_gather_kernel(cout).then(|| gather_tables(&g));
     let run = |(bi, block): (usize, &mut [T]), pb: usize| {
         let p0 = bi * pb;
         match &gather {
@@ -185,7 +186,31 @@ fn pixels_per_block(pixels: usize, per_pixel: usize, elem: usize) -> usize {
     pb.div_ceil(ROW_ALIGN) * ROW_ALIGN
 }
 
-/// Offset tables of the gather path, built once per convolution.
+/// How many geometries' offset tables are kept.
+const GATHER_CACHE_ENTRIES: usize = 16;
+
+/// Offset tables by (kh, kw, w, cin), so a convolution run again (a `Session` in steady
+/// state) allocates nothing.
+#[allow(clippy::type_complexity)]
+static GATHER_CACHE: Mutex<Vec<((usize, usize, usize, usize), Arc<GatherTables>)>> =
+    Mutex::new(Vec::new());
+
+/// The gather tables of a geometry, from the cache or built and cached.
+fn gather_tables(g: &Geometry) -> Arc<GatherTables> {
+    let key = (g.kh, g.kw, g.w, g.cin);
+    let mut cache = GATHER_CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, t)) = cache.iter().find(|(k, _)| *k == key) {
+        return Arc::clone(t);
+    }
+    let t = Arc::new(GatherTables::new(g));
+    if cache.len() >= GATHER_CACHE_ENTRIES {
+        cache.remove(0);
+    }
+    cache.push((key, Arc::clone(&t)));
+    t
+}
+
+/// Offset tables of the gather path, built once per geometry.
 struct GatherTables {
     /// Offset in `x` of each patch element from the patch's first element: `(i*W + j)*Cin + c`.
     in_place: Vec<usize>,

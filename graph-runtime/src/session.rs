@@ -130,18 +130,7 @@ impl Session {
         graph: &'static str,
         f: impl FnOnce(&mut ExecCtx<'_>) -> R + Send,
     ) -> R {
-        let index = match self
-            .arenas
-            .iter()
-            .position(|(name, _)| std::ptr::eq(*name, graph) || *name == graph)
-        {
-            Some(i) => i,
-            None => {
-                self.arenas.push((graph, Arena::new()));
-                self.arenas.len() - 1
-            }
-        };
-        let arena = &mut self.arenas[index].1;
+        let arena = arena_for(&mut self.arenas, graph);
         let profiler = self.profiler.as_mut();
         let inter_op = self.config.inter_op_threads;
         let run = move || {
@@ -153,6 +142,36 @@ impl Session {
             None => run(),
         }
     }
+
+    /// As [`Session::__run`], but on the caller's thread: for graphs so small (the macro
+    /// decides, from their static shapes) that waking the pool would cost more than the work.
+    #[doc(hidden)]
+    pub fn __run_here<R: Send>(
+        &mut self,
+        graph: &'static str,
+        f: impl FnOnce(&mut ExecCtx<'_>) -> R + Send,
+    ) -> R {
+        let arena = arena_for(&mut self.arenas, graph);
+        let profiler = self.profiler.as_mut();
+        let inter_op = self.config.inter_op_threads;
+        let mut ctx = ExecCtx::new(graph, arena, profiler).with_inter_op_threads(inter_op);
+        f(&mut ctx)
+    }
+}
+
+/// The arena of `graph`, created on its first run; found without allocating afterwards.
+fn arena_for<'a>(arenas: &'a mut Vec<(&'static str, Arena)>, graph: &'static str) -> &'a mut Arena {
+    let index = match arenas
+        .iter()
+        .position(|(name, _)| std::ptr::eq(*name, graph) || *name == graph)
+    {
+        Some(i) => i,
+        None => {
+            arenas.push((graph, Arena::new()));
+            arenas.len() - 1
+        }
+    };
+    &mut arenas[index].1
 }
 
 impl Default for Session {
