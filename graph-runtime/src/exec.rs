@@ -34,6 +34,9 @@ pub trait SlotElement: Element {
 /// Zeroing a fresh buffer costs a pass over memory (or page faults) that is as expensive
 /// as a light kernel (DESIGN-NOTES §1: 2.07 → 1.43 ms on W1), and every kernel writes all of
 /// its output before anything reads it, so compiled graphs skip it.
+// Clippy's `uninit_vec` guards against reading such a buffer; here nothing reads an
+// element before a kernel has written it, which is what makes skipping the fill sound.
+#[allow(clippy::uninit_vec)]
 fn numbers_for_overwrite<T: Copy>(len: usize) -> Vec<T> {
     let mut v = Vec::with_capacity(len);
     // SAFETY: `T` is one of f32, f64, i32, i64, for which any bit pattern is a value; the
