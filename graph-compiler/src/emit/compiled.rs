@@ -694,6 +694,7 @@ impl<'a> Emitter<'a> {
                 ll.row_bind
                     .push(quote!(let #p = &#p[__first..__first + __n];));
                 ll.reads.insert(l, quote!(#p[__j]));
+                ll.slices.push(p.clone());
                 continue;
             }
             match class {
@@ -701,10 +702,12 @@ impl<'a> Emitter<'a> {
                     ll.row_bind
                         .push(quote!(let #p = &#p[__r * __n..__r * __n + __n];));
                     ll.reads.insert(l, quote!(#p[__j]));
+                    ll.slices.push(p.clone());
                 }
                 LeafClass::RowVec => {
                     ll.row_bind.push(quote!(let #p = &#p[..__n];));
                     ll.reads.insert(l, quote!(#p[__j]));
+                    ll.slices.push(p.clone());
                 }
                 LeafClass::RowScalar => {
                     ll.row_bind.push(quote!(let #p = #p[__r];));
@@ -720,6 +723,7 @@ impl<'a> Emitter<'a> {
                         ll.row_bind
                             .push(quote!(let #p = &#p[#b.offset(__r)..][..__n];));
                         ll.reads.insert(l, quote!(#p[__j]));
+                        ll.slices.push(p.clone());
                     } else {
                         ll.row_bind.push(quote!(let #p = #p[#b.offset(__r)];));
                         ll.reads.insert(l, quote!(#p));
@@ -1097,6 +1101,7 @@ impl<'a> Emitter<'a> {
                     .push(quote!(let __l0 = &__l0[__r * __n..__r * __n + __n];));
             }
             ll.reads.insert(input, quote!(__l0[__j]));
+            ll.slices.push(format_ident!("__l0"));
             ll
         };
         let (lets, val) = if g.producer.is_some() {
@@ -1109,31 +1114,47 @@ impl<'a> Emitter<'a> {
         } else {
             val
         };
-        let val = to_acc(val);
-        let lanes = 8usize;
-        let acc_step = combine(quote!(__acc[__t]), quote!(__val));
-        let tail_step = combine(quote!(__tail), quote!(__val));
-        let total_step = combine(quote!(__total), quote!(__acc[__t]));
+        // Lanes of the element type over fixed-size chunks (so the loop vectorises), folded
+        // into the accumulator type (f64 for f32 sums) once per block of chunks.
+        let lanes = if matches!(dt, DType::F64 | DType::I64) {
+            8usize
+        } else {
+            16usize
+        };
+        let block = 64usize;
+        let lane_init = match kind {
+            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => quote!(0.0),
+            ReduceKind::Sum | ReduceKind::Mean => quote!(0),
+            _ => init.clone(),
+        };
+        let lane_step = combine(quote!(__acc[__j]), quote!(__val));
+        let fold_lane = combine(quote!(__total), to_acc(quote!(__acc[__t])));
+        let fold_tail = combine(quote!(__total), to_acc(quote!(__val)));
+        let slices = ll.slices.clone();
         let accumulate = quote! {
-            let mut __acc: [#acc_t; #lanes] = [#init; #lanes];
-            let mut __tail: #acc_t = #init;
             let __chunks = __n / #lanes;
-            for __c in 0..__chunks {
-                for __t in 0..#lanes {
-                    let __j = __c * #lanes + __t;
-                    #lets
-                    let __val: #acc_t = #val;
-                    __acc[__t] = #acc_step;
+            let mut __total: #acc_t = #init;
+            let mut __c0 = 0usize;
+            while __c0 < __chunks {
+                let __c1 = if __chunks - __c0 > #block { __c0 + #block } else { __chunks };
+                let mut __acc: [#et; #lanes] = [#lane_init; #lanes];
+                for __c in __c0..__c1 {
+                    #(let #slices = &#slices[__c * #lanes..__c * #lanes + #lanes];)*
+                    for __j in 0..#lanes {
+                        #lets
+                        let __val: #et = #val;
+                        __acc[__j] = #lane_step;
+                    }
                 }
+                for __t in 0..#lanes {
+                    __total = #fold_lane;
+                }
+                __c0 = __c1;
             }
             for __j in __chunks * #lanes..__n {
                 #lets
-                let __val: #acc_t = #val;
-                __tail = #tail_step;
-            }
-            let mut __total: #acc_t = __tail;
-            for __t in 0..#lanes {
-                __total = #total_step;
+                let __val: #et = #val;
+                __total = #fold_tail;
             }
         };
         let kname = self.kernel_name(g);
@@ -1394,6 +1415,8 @@ impl<'a> Emitter<'a> {
 
 #[derive(Default)]
 struct LoopLeaves {
+    /// The leaves read as slices indexed by the element (`__l0[__j]`).
+    slices: Vec<Ident>,
     params: Vec<TokenStream>,
     args: Vec<TokenStream>,
     row_bind: Vec<TokenStream>,
