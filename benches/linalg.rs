@@ -32,6 +32,29 @@ fn sgemm(c: &mut Criterion) {
     group.finish();
 }
 
+/// W2's two products (`x @ w1` and `h @ w2`, batch 256), the second one narrow.
+fn matmul_w2(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sgemm_w2");
+    for (name, m, k, n) in [
+        ("256x784x512", 256usize, 784usize, 512usize),
+        ("256x512x10", 256, 512, 10),
+    ] {
+        group.throughput(Throughput::Elements(2 * (m * k * n) as u64));
+        let a = values(m * k, 5);
+        let b = values(k * n, 6);
+        let mut out = vec![0.0f32; m * n];
+        group.bench_function(BenchmarkId::new("grafo", name), |bench| {
+            bench.iter(|| matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue));
+        });
+        let a2 = Array2::from_shape_vec((m, k), a.clone()).unwrap();
+        let b2 = Array2::from_shape_vec((k, n), b.clone()).unwrap();
+        group.bench_function(BenchmarkId::new("ndarray_dot", name), |bench| {
+            bench.iter(|| a2.dot(&b2));
+        });
+    }
+    group.finish();
+}
+
 fn conv2d_w3(c: &mut Criterion) {
     let mut group = c.benchmark_group("conv2d_w3");
     // W3: a 512x512 RGB image, then two 3x3 SAME convolutions to 16 channels.
@@ -51,5 +74,5 @@ fn conv2d_w3(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, sgemm, conv2d_w3);
+criterion_group!(benches, sgemm, matmul_w2, conv2d_w3);
 criterion_main!(benches);

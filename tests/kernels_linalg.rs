@@ -25,6 +25,19 @@ const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
     (3, 1023, 5),
     // Few rows, many columns: the row block is split into parallel column panels.
     (40, 100, 200),
+    // Edges of the packed GEMM: row and column tails (tiles of 6 x 16 or 4 x 8), shared
+    // dimensions past one KC slice (256), more than one NC block (1024), narrow and tall.
+    (13, 13, 13),
+    (33, 33, 33),
+    (65, 65, 65),
+    (1, 300, 40),
+    (7, 257, 17),
+    (1023, 17, 17),
+    (1023, 65, 1),
+    (17, 600, 1041),
+    (150, 513, 10),
+    (256, 512, 10),
+    (200, 300, 48),
 ];
 
 fn check_matmul<T: GemmElement>(seed: u64) {

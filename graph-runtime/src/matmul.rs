@@ -1,7 +1,9 @@
 //! Batched matrix multiplication with a fused epilogue: row blocks of the output run in parallel, each GEMM'd single-threaded and then handed to the epilogue while still in cache.
 //!
-//! The GEMM core is `matrixmultiply` (its AVX2+FMA kernels are picked at run time) for
-//! floats and a small blocked loop for integers. Parallelism is ours: the output rows of
+//! The GEMM core is our own packed GEMM for floats ([`packed`]: the BLIS loops around a
+//! 6x16 f32 / 6x8 f64 AVX2+FMA micro-kernel picked at run time, or a portable one; its
+//! packing buffers come from a pool, so steady-state products allocate nothing) and a small
+//! blocked loop for integers. Parallelism is ours: the output rows of
 //! every batch are cut into blocks ([`block_plan`]), the blocks run on rayon, and each block
 //! is finished (GEMM, then epilogue) before the thread moves on, so a fused bias or
 //! activation touches the block while it is still in L2. Short, wide products also split
@@ -73,6 +75,13 @@ pub trait GemmElement: Numeric {
         unsafe { Self::gemm_strided(m, k, n, a.as_ptr(), k, b.as_ptr(), n, out.as_mut_ptr(), n) }
     }
 
+    /// Provisions the GEMM core for `threads` single-threaded products running at once (the
+    /// float cores make their packing buffers now), so that none allocates.
+    #[inline]
+    fn reserve_gemm(threads: usize) {
+        let _ = threads;
+    }
+
     /// Runs `f` on this thread's scratch buffer of `Self`, grown to at least `len` elements.
     ///
     /// The buffer lives as long as the thread, so steady-state kernels (conv2d's im2col)
@@ -130,6 +139,11 @@ impl GemmElement for f32 {
     scratch_impl!(f32);
 
     #[inline]
+    fn reserve_gemm(threads: usize) {
+        packed::reserve::<f32>(threads)
+    }
+
+    #[inline]
     fn has_gather_kernel(n: usize) -> bool {
         gather_f32::supported(n)
     }
@@ -162,30 +176,18 @@ impl GemmElement for f32 {
             zero_rows(m, n, c, ldc);
             return;
         }
-        // SAFETY: the caller vouches for the extents; matrixmultiply does not read `c` when beta is 0.
-        unsafe {
-            matrixmultiply::sgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a,
-                lda as isize,
-                1,
-                b,
-                ldb as isize,
-                1,
-                0.0,
-                c,
-                ldc as isize,
-                1,
-            );
-        }
+        // SAFETY: the caller vouches for the extents.
+        unsafe { packed::gemm::<f32>(m, k, n, a, lda, b, ldb, c, ldc) }
     }
 }
 
 impl GemmElement for f64 {
     scratch_impl!(f64);
+
+    #[inline]
+    fn reserve_gemm(threads: usize) {
+        packed::reserve::<f64>(threads)
+    }
 
     #[inline]
     unsafe fn gemm_strided(
@@ -203,25 +205,8 @@ impl GemmElement for f64 {
             zero_rows(m, n, c, ldc);
             return;
         }
-        // SAFETY: the caller vouches for the extents; matrixmultiply does not read `c` when beta is 0.
-        unsafe {
-            matrixmultiply::dgemm(
-                m,
-                k,
-                n,
-                1.0,
-                a,
-                lda as isize,
-                1,
-                b,
-                ldb as isize,
-                1,
-                0.0,
-                c,
-                ldc as isize,
-                1,
-            );
-        }
+        // SAFETY: the caller vouches for the extents.
+        unsafe { packed::gemm::<f64>(m, k, n, a, lda, b, ldb, c, ldc) }
     }
 }
 
@@ -508,6 +493,8 @@ pub fn matmul_into<T: GemmElement, E>(
 
     let plan = block_plan(m, k, n, batch);
     let rows = plan.rows;
+    // One packing buffer per thread, made now if missing: the blocks then allocate nothing.
+    T::reserve_gemm(rayon::current_num_threads());
     // LOOP 1 (parallel): over the batches.
     out.par_chunks_mut(m * n)
         .enumerate()
@@ -538,13 +525,731 @@ fn operand_len(batch: usize, stride: usize, matrix: usize) -> usize {
     }
 }
 
-/// The f32 gather-GEMM micro-kernel (AVX2+FMA): `GATHER_MR` rows by 8 or 16 columns held in registers.
-mod gather_f32 {
+/// The float GEMM core: a BLIS-style packed GEMM whose packing buffers live in a
+/// thread-local vector reused across calls, so steady-state products allocate nothing.
+///
+/// Loop structure (as in BLIS and `matrixmultiply`):
+/// - LOOP 5: column blocks of `b` and `c`, `NC` wide;
+/// - LOOP 4: the shared dimension in slices of `KC`; the `KC x NC` slice of `b` is packed
+///   into `NR`-wide micro-panels (zero padded), the first slice overwrites `c`, the others
+///   add to it;
+/// - LOOP 3: row blocks of `a` and `c`, `MC` tall; the `MC x KC` block of `a` is packed into
+///   `MR`-tall micro-panels (only when enough micro-panels of `b` reuse it: for narrow
+///   products the micro-kernel reads `a` in place);
+/// - LOOP 2: micro-panels of `b` (`NR` columns);
+/// - LOOP 1: micro-panels of `a` (`MR` rows), one micro-kernel call per `MR x NR` tile.
+///
+/// On x86 with AVX2+FMA the micro-kernel is the 6x16 (f32) or 6x8 (f64) register tile of
+/// [`avx2`], the one conv2d's gather GEMM also runs; elsewhere a portable 4x8 tile.
+mod packed {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Mutex, MutexGuard};
+
     use crate::cpu::{level, Level};
 
-    /// Rows of the micro-tile: 6 rows x 16 columns is 12 accumulators, plus 2 for a row of
-    /// `b` and 1 broadcast: 15 of the 16 AVX2 registers.
-    pub const GATHER_MR: usize = 6;
+    /// Shared-dimension slice: a micro-panel of `b` (`KC x NR`) stays in L1.
+    pub const KC: usize = 256;
+    /// Row block: the packed block of `a` (`MC x KC`) stays in L2.
+    pub const MC: usize = 144;
+    /// Column block: the packed slice of `b` (`KC x NC`) stays in L2/L3.
+    pub const NC: usize = 1024;
+    /// `a` is packed only when at least this many micro-panels of `b` reuse it.
+    const PACK_A_MIN_PANELS: usize = 3;
+    /// Packed buffers start on a cache line.
+    const ALIGN_BYTES: usize = 64;
+
+    /// Elements of one packing buffer of `T`: the largest packed slice of `b` (`KC x NC`)
+    /// and block of `a` (`MC x KC`) of any kernel, each with room to start on a cache line.
+    ///
+    /// Every buffer has this fixed size, so any product can use any buffer.
+    pub const fn pack_len<T>() -> usize {
+        KC * NC + MC * KC + 2 * (ALIGN_BYTES / std::mem::size_of::<T>())
+    }
+
+    // Whole micro-panels fit the blocks of every kernel (6 x 16, 6 x 8, 4 x 8).
+    const _: () = assert!(NC.is_multiple_of(16) && MC.is_multiple_of(12));
+
+    /// A float the packed GEMM handles: arithmetic plus a process-wide pool of packing buffers.
+    pub trait PackElem:
+        Copy
+        + Default
+        + PartialEq
+        + Send
+        + std::ops::Add<Output = Self>
+        + std::ops::Mul<Output = Self>
+        + 'static
+    {
+        /// The free packing buffers of this type.
+        fn pool() -> &'static Pool<Self>;
+
+        /// Runs the product on the best micro-kernel for this CPU.
+        ///
+        /// # Safety
+        /// As for [`gemm`].
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn dispatch(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const Self,
+            lda: usize,
+            b: *const Self,
+            ldb: usize,
+            c: *mut Self,
+            ldc: usize,
+        );
+    }
+
+    /// Packing buffers shared by all threads: a product pops one, packs into it, and pushes
+    /// it back, so once the pool holds one buffer per concurrent product nothing is allocated.
+    ///
+    /// A pool rather than thread-local buffers because [`reserve`] can then provision every
+    /// thread of a parallel product up front, from the calling thread: a single warm-up call
+    /// suffices even if its blocks all ran on one thread.
+    pub struct Pool<T> {
+        free: Mutex<Vec<Box<[T]>>>,
+        /// Buffers made so far (free or in use).
+        made: AtomicUsize,
+    }
+
+    impl<T> Pool<T> {
+        pub const fn new() -> Pool<T> {
+            Pool {
+                free: Mutex::new(Vec::new()),
+                made: AtomicUsize::new(0),
+            }
+        }
+
+        fn free(&self) -> MutexGuard<'_, Vec<Box<[T]>>> {
+            // A panic elsewhere cannot leave the list inconsistent: ignore poisoning.
+            self.free.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
+
+    /// A fresh zeroed buffer of [`pack_len`] elements.
+    #[cold]
+    fn new_buffer<T: PackElem>() -> Box<[T]> {
+        T::pool().made.fetch_add(1, Ordering::Relaxed);
+        vec![T::default(); pack_len::<T>()].into_boxed_slice()
+    }
+
+    /// Makes sure at least `count` packing buffers of `T` exist (and the free list can take
+    /// them all back without growing): call before running `count` products at once.
+    pub fn reserve<T: PackElem>(count: usize) {
+        let pool = T::pool();
+        if pool.made.load(Ordering::Relaxed) >= count {
+            return;
+        }
+        let mut free = pool.free();
+        let made = pool.made.load(Ordering::Relaxed);
+        let missing = count.saturating_sub(made);
+        // Room for every buffer, including those in use now, to come back.
+        let room = (made + missing).saturating_sub(free.len());
+        free.reserve(room);
+        for _ in 0..missing {
+            let buf = new_buffer::<T>();
+            free.push(buf);
+        }
+    }
+
+    /// Runs `f` on a packing buffer of [`pack_len`] elements borrowed from the pool.
+    fn with_pack<T: PackElem, R>(f: impl FnOnce(&mut [T]) -> R) -> R {
+        let pool = T::pool();
+        let popped = pool.free().pop();
+        let mut buf = popped.unwrap_or_else(new_buffer::<T>);
+        let r = f(&mut buf);
+        pool.free().push(buf);
+        r
+    }
+
+    impl PackElem for f32 {
+        fn pool() -> &'static Pool<f32> {
+            static POOL: Pool<f32> = Pool::new();
+            &POOL
+        }
+
+        #[inline]
+        unsafe fn dispatch(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const f32,
+            lda: usize,
+            b: *const f32,
+            ldb: usize,
+            c: *mut f32,
+            ldc: usize,
+        ) {
+            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+            if level() >= Level::Avx2Fma {
+                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
+                return unsafe { driver::<avx2::F32x6x16>(m, k, n, a, lda, b, ldb, c, ldc) };
+            }
+            let _ = level;
+            // SAFETY: the caller vouches for the extents.
+            unsafe { driver::<Portable<f32>>(m, k, n, a, lda, b, ldb, c, ldc) }
+        }
+    }
+
+    impl PackElem for f64 {
+        fn pool() -> &'static Pool<f64> {
+            static POOL: Pool<f64> = Pool::new();
+            &POOL
+        }
+
+        #[inline]
+        unsafe fn dispatch(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const f64,
+            lda: usize,
+            b: *const f64,
+            ldb: usize,
+            c: *mut f64,
+            ldc: usize,
+        ) {
+            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+            if level() >= Level::Avx2Fma {
+                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
+                return unsafe { driver::<avx2::F64x6x8>(m, k, n, a, lda, b, ldb, c, ldc) };
+            }
+            // SAFETY: the caller vouches for the extents.
+            unsafe { driver::<Portable<f64>>(m, k, n, a, lda, b, ldb, c, ldc) }
+        }
+    }
+
+    /// `c[m, n] = a[m, k] * b[k, n]` (row-major, row strides `lda`, `ldb`, `ldc`); `k > 0`.
+    ///
+    /// # Safety
+    /// As for [`super::GemmElement::gemm_strided`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub unsafe fn gemm<T: PackElem>(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const T,
+        lda: usize,
+        b: *const T,
+        ldb: usize,
+        c: *mut T,
+        ldc: usize,
+    ) {
+        if m == 0 || n == 0 {
+            return;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { T::dispatch(m, k, n, a, lda, b, ldb, c, ldc) }
+    }
+
+    /// Where a micro-kernel reads element `(r, p)` of its `MR x kc` left operand.
+    pub trait ASrc<T>: Copy {
+        /// # Safety
+        /// `r < MR`, `p < kc`, within what the source was built for.
+        unsafe fn at(self, r: usize, p: usize) -> *const T;
+    }
+
+    /// A packed micro-panel of `a`: element `(r, p)` at `p * MR + r`.
+    #[derive(Clone, Copy)]
+    pub struct Packed<T, const MR: usize>(pub *const T);
+
+    impl<T: Copy, const MR: usize> ASrc<T> for Packed<T, MR> {
+        #[inline(always)]
+        unsafe fn at(self, r: usize, p: usize) -> *const T {
+            // SAFETY: the caller keeps (r, p) inside the panel.
+            unsafe { self.0.add(p * MR + r) }
+        }
+    }
+
+    /// Rows of `a` read in place: element `(r, p)` at `rows[r] + p`.
+    #[derive(Clone, Copy)]
+    pub struct Rows<T, const MR: usize>(pub [*const T; MR]);
+
+    impl<T: Copy, const MR: usize> ASrc<T> for Rows<T, MR> {
+        #[inline(always)]
+        unsafe fn at(self, r: usize, p: usize) -> *const T {
+            // SAFETY: the caller keeps (r, p) inside the rows.
+            unsafe { self.0[r].add(p) }
+        }
+    }
+
+    /// Rows gathered through an offset table (conv2d): element `(r, p)` at `rows[r] + cols[p]`.
+    #[derive(Clone, Copy)]
+    pub struct Gather<T, const MR: usize> {
+        pub rows: [*const T; MR],
+        pub cols: *const usize,
+    }
+
+    impl<T: Copy, const MR: usize> ASrc<T> for Gather<T, MR> {
+        #[inline(always)]
+        unsafe fn at(self, r: usize, p: usize) -> *const T {
+            // SAFETY: the caller keeps (r, p) inside the tables, which index inside the source.
+            unsafe { self.rows[r].add(*self.cols.add(p)) }
+        }
+    }
+
+    /// A register-tile micro-kernel for the packed driver.
+    pub trait Kernel {
+        type T: PackElem;
+        /// Rows of the tile.
+        const MR: usize;
+        /// Columns of the tile (the packed micro-panel width of `b`).
+        const NR: usize;
+
+        /// `c[..mr, ..nr] (+)= a[MR, kc] * b[kc, NR]` with `a` packed (`p * MR + r`) and `b`
+        /// packed (`p * NR + j`); adds to `c` when `accumulate`, else overwrites it.
+        ///
+        /// # Safety
+        /// The panels hold `kc` steps; `c` is valid for `mr` rows of `nr` at stride `ldc`.
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn packed(
+            kc: usize,
+            a: *const Self::T,
+            b: *const Self::T,
+            c: *mut Self::T,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            accumulate: bool,
+        );
+
+        /// As [`Kernel::packed`] but `a`'s `mr` rows are read in place (`a + r * lda + p`).
+        ///
+        /// # Safety
+        /// As for [`Kernel::packed`], and `a` is valid for `mr` rows of `kc` at stride `lda`.
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn rows(
+            kc: usize,
+            a: *const Self::T,
+            lda: usize,
+            b: *const Self::T,
+            c: *mut Self::T,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            accumulate: bool,
+        );
+    }
+
+    /// Row pointers of a tile read in place; a short tile repeats its last row (never stored).
+    #[inline(always)]
+    unsafe fn row_ptrs<T, const MR: usize>(a: *const T, lda: usize, mr: usize) -> [*const T; MR] {
+        // SAFETY: rows below `mr` are inside `a` (the caller's contract).
+        std::array::from_fn(|r| unsafe { a.add(r.min(mr - 1) * lda) })
+    }
+
+    /// Rounds `x` up to a multiple of `to`.
+    #[inline(always)]
+    fn round_up(x: usize, to: usize) -> usize {
+        x.div_ceil(to) * to
+    }
+
+    /// The BLIS loops around micro-kernel `K` (see the module docs); `m, n, k > 0`.
+    ///
+    /// # Safety
+    /// As for [`gemm`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn driver<K: Kernel>(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const K::T,
+        lda: usize,
+        b: *const K::T,
+        ldb: usize,
+        c: *mut K::T,
+        ldc: usize,
+    ) {
+        let (mr_max, nr_max) = (K::MR, K::NR);
+        let kc_max = k.min(KC);
+        let nc_max = round_up(n.min(NC), nr_max);
+        let pack_a = m > mr_max && nc_max / nr_max >= PACK_A_MIN_PANELS;
+        let mc_max = if pack_a {
+            round_up(m.min(MC), mr_max)
+        } else {
+            0
+        };
+        debug_assert!(kc_max * nc_max <= KC * NC && mc_max * kc_max <= MC * KC);
+        let align = ALIGN_BYTES / std::mem::size_of::<K::T>();
+        with_pack::<K::T, _>(|buf| {
+            let skip = buf.as_ptr().align_offset(ALIGN_BYTES).min(align);
+            let (bp, rest) = buf[skip..].split_at_mut(KC * NC);
+            let skip_a = rest.as_ptr().align_offset(ALIGN_BYTES).min(align);
+            let ap = &mut rest[skip_a..];
+            // LOOP 5: column blocks of NC.
+            for jc in (0..n).step_by(NC) {
+                let nc = NC.min(n - jc);
+                // LOOP 4: slices of KC of the shared dimension.
+                for pc in (0..k).step_by(KC) {
+                    let kc = KC.min(k - pc);
+                    let accumulate = pc > 0;
+                    // SAFETY: rows pc..pc+kc, columns jc..jc+nc of `b` are in bounds.
+                    unsafe { pack_b(kc, nc, nr_max, b.add(pc * ldb + jc), ldb, bp) };
+                    // LOOP 3: row blocks of MC.
+                    for ic in (0..m).step_by(MC) {
+                        let mc = MC.min(m - ic);
+                        let a_blk = unsafe { a.add(ic * lda + pc) };
+                        if pack_a {
+                            // SAFETY: rows ic..ic+mc, columns pc..pc+kc of `a` are in bounds.
+                            unsafe { pack_a_block(mc, kc, mr_max, a_blk, lda, ap) };
+                        }
+                        // LOOP 2: micro-panels of NR columns.
+                        for jr in (0..nc).step_by(nr_max) {
+                            let nr = nr_max.min(nc - jr);
+                            let b_panel = bp[jr * kc..].as_ptr();
+                            // LOOP 1: micro-panels of MR rows.
+                            for ir in (0..mc).step_by(mr_max) {
+                                let mr = mr_max.min(mc - ir);
+                                // SAFETY: the tile (ic+ir.., jc+jr..) of `c` holds mr x nr
+                                // elements; the panels were packed for kc steps above.
+                                unsafe {
+                                    let c_tile = c.add((ic + ir) * ldc + jc + jr);
+                                    if pack_a {
+                                        K::packed(
+                                            kc,
+                                            ap[ir * kc..].as_ptr(),
+                                            b_panel,
+                                            c_tile,
+                                            ldc,
+                                            mr,
+                                            nr,
+                                            accumulate,
+                                        );
+                                    } else {
+                                        K::rows(
+                                            kc,
+                                            a_blk.add(ir * lda),
+                                            lda,
+                                            b_panel,
+                                            c_tile,
+                                            ldc,
+                                            mr,
+                                            nr,
+                                            accumulate,
+                                        );
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// Packs the `kc x nc` slice at `b` into `nr`-wide micro-panels (`p * nr + j`), zero padded.
+    ///
+    /// # Safety
+    /// `b` is valid for `kc` rows of `nc` at stride `ldb`.
+    #[inline]
+    unsafe fn pack_b<T: PackElem>(
+        kc: usize,
+        nc: usize,
+        nr: usize,
+        b: *const T,
+        ldb: usize,
+        dst: &mut [T],
+    ) {
+        for (panel, j0) in (0..nc).step_by(nr).enumerate() {
+            let w = nr.min(nc - j0);
+            let out = &mut dst[panel * kc * nr..][..kc * nr];
+            for (p, row) in out.chunks_exact_mut(nr).enumerate() {
+                // SAFETY: row p, columns j0..j0+w of the slice are in bounds.
+                let src = unsafe { std::slice::from_raw_parts(b.add(p * ldb + j0), w) };
+                row[..w].copy_from_slice(src);
+                row[w..].fill(T::default());
+            }
+        }
+    }
+
+    /// Packs the `mc x kc` block at `a` into `mr`-tall micro-panels (`p * mr + r`), zero padded.
+    ///
+    /// # Safety
+    /// `a` is valid for `mc` rows of `kc` at stride `lda`.
+    #[inline]
+    unsafe fn pack_a_block<T: PackElem>(
+        mc: usize,
+        kc: usize,
+        mr: usize,
+        a: *const T,
+        lda: usize,
+        dst: &mut [T],
+    ) {
+        for (panel, i0) in (0..mc).step_by(mr).enumerate() {
+            let h = mr.min(mc - i0);
+            let out = &mut dst[panel * kc * mr..][..kc * mr];
+            for r in 0..mr {
+                if r < h {
+                    // SAFETY: row i0+r, columns 0..kc of the block are in bounds.
+                    let src = unsafe { std::slice::from_raw_parts(a.add((i0 + r) * lda), kc) };
+                    for (p, &v) in src.iter().enumerate() {
+                        out[p * mr + r] = v;
+                    }
+                } else {
+                    for p in 0..kc {
+                        out[p * mr + r] = T::default();
+                    }
+                }
+            }
+        }
+    }
+
+    /// The portable micro-kernel: a 4x8 tile the compiler vectorises for the baseline ISA.
+    pub struct Portable<T>(std::marker::PhantomData<T>);
+
+    /// Rows of the portable tile.
+    const PMR: usize = 4;
+    /// Columns of the portable tile.
+    const PNR: usize = 8;
+
+    /// The portable tile over any source of `a`.
+    ///
+    /// # Safety
+    /// As for [`Kernel::packed`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn portable_tile<T: PackElem, A: ASrc<T>>(
+        kc: usize,
+        a: A,
+        b: *const T,
+        c: *mut T,
+        ldc: usize,
+        mr: usize,
+        nr: usize,
+        accumulate: bool,
+    ) {
+        let mut acc = [[T::default(); PNR]; PMR];
+        for p in 0..kc {
+            // SAFETY: step p of the panels is in bounds.
+            let bv: [T; PNR] = unsafe { *(b.add(p * PNR) as *const [T; PNR]) };
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                let av = unsafe { *a.at(r, p) };
+                for (o, &bj) in acc_r.iter_mut().zip(&bv) {
+                    *o = *o + av * bj;
+                }
+            }
+        }
+        for (r, acc_r) in acc.iter().enumerate().take(mr) {
+            // SAFETY: row r < mr of the tile holds nr elements.
+            let row = unsafe { std::slice::from_raw_parts_mut(c.add(r * ldc), nr) };
+            for (o, &v) in row.iter_mut().zip(acc_r) {
+                *o = if accumulate { *o + v } else { v };
+            }
+        }
+    }
+
+    impl<T: PackElem> Kernel for Portable<T> {
+        type T = T;
+        const MR: usize = PMR;
+        const NR: usize = PNR;
+
+        #[inline]
+        unsafe fn packed(
+            kc: usize,
+            a: *const T,
+            b: *const T,
+            c: *mut T,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            accumulate: bool,
+        ) {
+            let a = Packed::<T, PMR>(a);
+            // SAFETY: forwarded contract.
+            unsafe { portable_tile(kc, a, b, c, ldc, mr, nr, accumulate) }
+        }
+
+        #[inline]
+        unsafe fn rows(
+            kc: usize,
+            a: *const T,
+            lda: usize,
+            b: *const T,
+            c: *mut T,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            accumulate: bool,
+        ) {
+            // SAFETY: forwarded contract.
+            unsafe {
+                let a = Rows::<T, PMR>(row_ptrs(a, lda, mr));
+                portable_tile(kc, a, b, c, ldc, mr, nr, accumulate)
+            }
+        }
+    }
+
+    /// The AVX2+FMA register tiles: 6 rows by two vectors (16 f32 or 8 f64 columns) is 12
+    /// accumulators, plus 2 for a row of `b` and 1 broadcast: 15 of the 16 AVX2 registers.
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    pub mod avx2 {
+        #[cfg(target_arch = "x86")]
+        use std::arch::x86::*;
+        #[cfg(target_arch = "x86_64")]
+        use std::arch::x86_64::*;
+
+        use super::{row_ptrs, ASrc, Kernel, Packed, Rows};
+
+        /// Rows of the tile.
+        pub const MR: usize = 6;
+
+        /// Defines `$name::<V, A>(kc, a, b, ldb, c, ldc, mr, nr, accumulate)`: `c[..mr, ..nr]
+        /// (+)= a[MR, kc] * b[kc, V vectors]`, `a` read through `A`, row `p` of `b` at `b + p * ldb`.
+        macro_rules! tile_kernel {
+            ($name:ident, $t:ty, $lanes:expr, $zero:ident, $load:ident, $store:ident, $bcast:ident, $fma:ident, $add:ident) => {
+                /// # Safety
+                /// AVX2+FMA present; `a` and `b` valid for `kc` steps (all `MR` rows and
+                /// `V` vectors); `c` valid for `mr` rows of `nr <= V * lanes` at stride `ldc`.
+                #[target_feature(enable = "avx2,fma")]
+                #[inline]
+                #[allow(clippy::too_many_arguments)]
+                pub unsafe fn $name<const V: usize, A: ASrc<$t>>(
+                    kc: usize,
+                    a: A,
+                    b: *const $t,
+                    ldb: usize,
+                    c: *mut $t,
+                    ldc: usize,
+                    mr: usize,
+                    nr: usize,
+                    accumulate: bool,
+                ) {
+                    let mut acc = [[$zero(); V]; MR];
+                    for p in 0..kc {
+                        let mut bv = [$zero(); V];
+                        for (v, slot) in bv.iter_mut().enumerate() {
+                            *slot = $load(b.add(p * ldb + $lanes * v));
+                        }
+                        for (r, acc_r) in acc.iter_mut().enumerate() {
+                            let av = $bcast(&*a.at(r, p));
+                            for v in 0..V {
+                                acc_r[v] = $fma(av, bv[v], acc_r[v]);
+                            }
+                        }
+                    }
+                    if nr == V * $lanes {
+                        // Whole vectors: store straight into `c`.
+                        for (r, acc_r) in acc.iter().enumerate().take(mr) {
+                            for (v, &x) in acc_r.iter().enumerate() {
+                                let dst = c.add(r * ldc + $lanes * v);
+                                let x = if accumulate { $add($load(dst), x) } else { x };
+                                $store(dst, x);
+                            }
+                        }
+                    } else {
+                        // A column tail: through a stack tile.
+                        let mut tile = [[0.0 as $t; 2 * $lanes]; MR];
+                        for (row, acc_r) in tile.iter_mut().zip(&acc) {
+                            for (v, &x) in acc_r.iter().enumerate() {
+                                $store(row.as_mut_ptr().add($lanes * v), x);
+                            }
+                        }
+                        for (r, row) in tile.iter().enumerate().take(mr) {
+                            let dst = std::slice::from_raw_parts_mut(c.add(r * ldc), nr);
+                            for (o, &x) in dst.iter_mut().zip(row) {
+                                *o = if accumulate { *o + x } else { x };
+                            }
+                        }
+                    }
+                }
+            };
+        }
+
+        tile_kernel!(
+            tile_f32,
+            f32,
+            8,
+            _mm256_setzero_ps,
+            _mm256_loadu_ps,
+            _mm256_storeu_ps,
+            _mm256_broadcast_ss,
+            _mm256_fmadd_ps,
+            _mm256_add_ps
+        );
+        tile_kernel!(
+            tile_f64,
+            f64,
+            4,
+            _mm256_setzero_pd,
+            _mm256_loadu_pd,
+            _mm256_storeu_pd,
+            _mm256_broadcast_sd,
+            _mm256_fmadd_pd,
+            _mm256_add_pd
+        );
+
+        /// f32: 6 x 16.
+        pub struct F32x6x16;
+        /// f64: 6 x 8.
+        pub struct F64x6x8;
+
+        /// Implements [`Kernel`] for a tile type on its tile function.
+        macro_rules! kernel_impl {
+            ($k:ty, $t:ty, $nr:expr, $tile:ident) => {
+                impl Kernel for $k {
+                    type T = $t;
+                    const MR: usize = MR;
+                    const NR: usize = $nr;
+
+                    #[inline]
+                    unsafe fn packed(
+                        kc: usize,
+                        a: *const $t,
+                        b: *const $t,
+                        c: *mut $t,
+                        ldc: usize,
+                        mr: usize,
+                        nr: usize,
+                        accumulate: bool,
+                    ) {
+                        // SAFETY: forwarded contract; the dispatcher checked AVX2+FMA.
+                        unsafe {
+                            $tile::<2, _>(
+                                kc,
+                                Packed::<$t, MR>(a),
+                                b,
+                                $nr,
+                                c,
+                                ldc,
+                                mr,
+                                nr,
+                                accumulate,
+                            )
+                        }
+                    }
+
+                    #[inline]
+                    unsafe fn rows(
+                        kc: usize,
+                        a: *const $t,
+                        lda: usize,
+                        b: *const $t,
+                        c: *mut $t,
+                        ldc: usize,
+                        mr: usize,
+                        nr: usize,
+                        accumulate: bool,
+                    ) {
+                        // SAFETY: forwarded contract; the dispatcher checked AVX2+FMA.
+                        unsafe {
+                            let a = Rows::<$t, MR>(row_ptrs(a, lda, mr));
+                            $tile::<2, _>(kc, a, b, $nr, c, ldc, mr, nr, accumulate)
+                        }
+                    }
+                }
+            };
+        }
+
+        kernel_impl!(F32x6x16, f32, 16, tile_f32);
+        kernel_impl!(F64x6x8, f64, 8, tile_f64);
+    }
+}
+
+/// conv2d's f32 gather GEMM on the packed GEMM's AVX2+FMA micro-kernel ([`packed::avx2`]):
+/// the left operand is gathered through an offset table, `b` is read in place.
+mod gather_f32 {
+    use crate::cpu::{level, Level};
 
     /// Column counts the kernel takes: whole 8-lane vectors.
     pub fn supported(n: usize) -> bool {
@@ -573,81 +1278,53 @@ mod gather_f32 {
         #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
         // SAFETY: `supported` checked AVX2+FMA; the assert above bounds every index.
         unsafe {
-            avx2::driver(src, rows, cols, b, n, out)
+            driver(src, rows, cols, b, n, out)
         }
     }
 
+    /// LOOP 2: column panels of 16 (then 8); LOOP 1: tiles of `MR` rows; the shared
+    /// dimension runs inside the micro-kernel.
+    ///
+    /// # Safety
+    /// AVX2+FMA present and every index in bounds (see `gemm_gather`).
     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-    mod avx2 {
-        #[cfg(target_arch = "x86")]
-        use std::arch::x86::*;
-        #[cfg(target_arch = "x86_64")]
-        use std::arch::x86_64::*;
-
-        use super::GATHER_MR;
-
-        /// LOOP 1: column panels of 16 (then 8); LOOP 2: tiles of `GATHER_MR` rows.
-        #[target_feature(enable = "avx2,fma")]
-        pub unsafe fn driver(
-            src: &[f32],
-            rows: &[usize],
-            cols: &[usize],
-            b: &[f32],
-            n: usize,
-            out: &mut [f32],
-        ) {
-            let mut j0 = 0;
-            while j0 < n {
-                let wide = n - j0 >= 16;
-                let mut r0 = 0;
-                while r0 < rows.len() {
-                    let mr = (rows.len() - r0).min(GATHER_MR);
-                    // A short tile repeats its last row; only `mr` rows are stored.
-                    let mut tile = [rows[r0 + mr - 1]; GATHER_MR];
-                    tile[..mr].copy_from_slice(&rows[r0..r0 + mr]);
+    unsafe fn driver(
+        src: &[f32],
+        rows: &[usize],
+        cols: &[usize],
+        b: &[f32],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        use super::packed::avx2::{tile_f32, MR};
+        use super::packed::Gather;
+        let mut j0 = 0;
+        while j0 < n {
+            let wide = n - j0 >= 16;
+            let mut r0 = 0;
+            while r0 < rows.len() {
+                let mr = (rows.len() - r0).min(MR);
+                // A short tile repeats its last row; only `mr` rows are stored.
+                let a = Gather::<f32, MR> {
+                    rows: std::array::from_fn(|r| {
+                        // SAFETY: the index is below src.len() (asserted by the caller).
+                        unsafe { src.as_ptr().add(rows[r0 + r.min(mr - 1)]) }
+                    }),
+                    cols: cols.as_ptr(),
+                };
+                // SAFETY: as above; `out` holds rows.len() rows of n.
+                unsafe {
                     let o = out.as_mut_ptr().add(r0 * n + j0);
+                    let bp = b.as_ptr().add(j0);
                     if wide {
-                        tile_kernel::<2>(src.as_ptr(), &tile, cols, b.as_ptr().add(j0), n, o, mr);
+                        tile_f32::<2, _>(cols.len(), a, bp, n, o, n, mr, 16, false);
                     } else {
-                        tile_kernel::<1>(src.as_ptr(), &tile, cols, b.as_ptr().add(j0), n, o, mr);
-                    }
-                    r0 += mr;
-                }
-                j0 += if wide { 16 } else { 8 };
-            }
-        }
-
-        /// LOOP 3: over the shared dimension, one broadcast and `V` FMAs per row and step.
-        #[target_feature(enable = "avx2,fma")]
-        #[inline]
-        unsafe fn tile_kernel<const V: usize>(
-            src: *const f32,
-            tile: &[usize; GATHER_MR],
-            cols: &[usize],
-            b: *const f32,
-            ldb: usize,
-            out: *mut f32,
-            mr: usize,
-        ) {
-            let mut acc = [[_mm256_setzero_ps(); V]; GATHER_MR];
-            let bases = tile.map(|r| src.add(r));
-            for (p, &c) in cols.iter().enumerate() {
-                let mut bv = [_mm256_setzero_ps(); V];
-                for (v, slot) in bv.iter_mut().enumerate() {
-                    *slot = _mm256_loadu_ps(b.add(p * ldb + 8 * v));
-                }
-                for r in 0..GATHER_MR {
-                    let a = _mm256_broadcast_ss(&*bases[r].add(c));
-                    for v in 0..V {
-                        acc[r][v] = _mm256_fmadd_ps(a, bv[v], acc[r][v]);
+                        tile_f32::<1, _>(cols.len(), a, bp, n, o, n, mr, 8, false);
                     }
                 }
+                r0 += mr;
             }
-            for (r, acc_r) in acc.iter().enumerate().take(mr) {
-                for (v, acc_v) in acc_r.iter().enumerate() {
-                    _mm256_storeu_ps(out.add(r * ldb + 8 * v), *acc_v);
-                }
-            }
+            j0 += if wide { 16 } else { 8 };
         }
     }
 }
