@@ -974,9 +974,9 @@ impl<'a> Emitter<'a> {
         let in_shape = self.node(input).shape.clone();
         let dt = rnode.dtype;
         let et = elem_ty(dt);
-        let (kind, is_norm) = match &rnode.op {
-            Op::Norm => (ReduceKind::Sum, true),
-            Op::Reduce { kind, .. } => (*kind, false),
+        let kind = match &rnode.op {
+            Op::Norm => ReduceKind::Sum,
+            Op::Reduce { kind, .. } => *kind,
             _ => unreachable!("reduce group"),
         };
         let fusable = crate::fuse::reduction_can_fuse(self.graph, g.root) && !in_shape.is_empty();
@@ -1016,56 +1016,6 @@ impl<'a> Emitter<'a> {
         }
         let split = reduction_split(self.graph, g.root);
         let all_axes = split == 0;
-        // Accumulate f32 in f64 lanes; others in their own type.
-        let acc_t = if dt == DType::F32 {
-            quote!(f64)
-        } else {
-            et.clone()
-        };
-        let num = numeric();
-        let (init, combine): (
-            TokenStream,
-            Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>,
-        ) = match kind {
-            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => {
-                (quote!(0.0), Box::new(|a, b| quote!(#a + #b)))
-            }
-            ReduceKind::Sum | ReduceKind::Mean => (
-                quote!(0),
-                Box::new(|a, b| quote!(::grafo::__private::Numeric::add(#a, #b))),
-            ),
-            ReduceKind::Max => (
-                quote!(<#et as ::grafo::__private::Numeric>::LOWEST),
-                Box::new(|a, b| quote!(::grafo::__private::Numeric::maximum(#a, #b))),
-            ),
-            ReduceKind::Min => (
-                quote!(<#et as ::grafo::__private::Numeric>::HIGHEST),
-                Box::new(|a, b| quote!(::grafo::__private::Numeric::minimum(#a, #b))),
-            ),
-        };
-        let acc_t = if matches!(kind, ReduceKind::Max | ReduceKind::Min) {
-            et.clone()
-        } else {
-            acc_t
-        };
-        let to_acc = |e: TokenStream| -> TokenStream {
-            if dt == DType::F32 && !matches!(kind, ReduceKind::Max | ReduceKind::Min) {
-                quote!((#e as f64))
-            } else {
-                e
-            }
-        };
-        let finish = |total: TokenStream, count: TokenStream| -> TokenStream {
-            match (kind, is_norm) {
-                (_, true) => quote!((#total.sqrt() as #et)),
-                (ReduceKind::Mean, _) if dt.is_float() => {
-                    quote!(((#total / (#count as #acc_t)) as #et))
-                }
-                (ReduceKind::Mean, _) => quote!(#num::div(#total, #count as #et)),
-                _ if dt == DType::F32 => quote!((#total as #et)),
-                _ => total,
-            }
-        };
         // The value reduced per element: the producer expression (squared for norm).
         let producer = g.producer.unwrap_or(input);
         let flat = all_axes && {
@@ -1104,59 +1054,10 @@ impl<'a> Emitter<'a> {
             ll.slices.push(format_ident!("__l0"));
             ll
         };
-        let (lets, val) = if g.producer.is_some() {
-            self.tree_lets(producer, &ll.reads)
-        } else {
-            (TokenStream::new(), ll.reads[&input].clone())
-        };
-        let val = if is_norm {
-            quote!({ let __v = #val; __v * __v })
-        } else {
-            val
-        };
-        // Lanes of the element type over fixed-size chunks (so the loop vectorises), folded
-        // into the accumulator type (f64 for f32 sums) once per block of chunks.
-        let lanes = if matches!(dt, DType::F64 | DType::I64) {
-            8usize
-        } else {
-            16usize
-        };
-        let block = 64usize;
-        let lane_init = match kind {
-            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => quote!(0.0),
-            ReduceKind::Sum | ReduceKind::Mean => quote!(0),
-            _ => init.clone(),
-        };
-        let lane_step = combine(quote!(__acc[__j]), quote!(__val));
-        let fold_lane = combine(quote!(__total), to_acc(quote!(__acc[__t])));
-        let fold_tail = combine(quote!(__total), to_acc(quote!(__val)));
-        let slices = ll.slices.clone();
-        let accumulate = quote! {
-            let __chunks = __n / #lanes;
-            let mut __total: #acc_t = #init;
-            let mut __c0 = 0usize;
-            while __c0 < __chunks {
-                let __c1 = if __chunks - __c0 > #block { __c0 + #block } else { __chunks };
-                let mut __acc: [#et; #lanes] = [#lane_init; #lanes];
-                for __c in __c0..__c1 {
-                    #(let #slices = &#slices[__c * #lanes..__c * #lanes + #lanes];)*
-                    for __j in 0..#lanes {
-                        #lets
-                        let __val: #et = #val;
-                        __acc[__j] = #lane_step;
-                    }
-                }
-                for __t in 0..#lanes {
-                    __total = #fold_lane;
-                }
-                __c0 = __c1;
-            }
-            for __j in __chunks * #lanes..__n {
-                #lets
-                let __val: #et = #val;
-                __total = #fold_tail;
-            }
-        };
+        let rc = self.reduction_code(g, &ll.reads, &ll.slices);
+        let (accumulate, acc_t, init, combine_partials_all) =
+            (rc.accumulate, rc.acc_t, rc.init, rc.combine_partials);
+        let finish = rc.finish;
         let kname = self.kernel_name(g);
         let cost = self.cost(g);
         let LoopLeaves {
@@ -1168,7 +1069,7 @@ impl<'a> Emitter<'a> {
         } = std::mem::take(&mut ll);
         let in_len = len_expr(&in_shape);
         if all_axes {
-            let combine_partials = combine(quote!(__a), quote!(__b));
+            let combine_partials = combine_partials_all;
             let (kernel, call) = if flat {
                 (
                     quote! {
@@ -1245,6 +1146,140 @@ impl<'a> Emitter<'a> {
             }
             let __row: usize = #row_len;
             ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, __row * #cost + 1, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
+        }
+    }
+
+    /// The loop of a reduction over `__n` elements (the leaves read through `reads`, the slice
+    /// leaves re-sliced per chunk), leaving its accumulator in `__total`; with the
+    /// accumulator's type and identity, how two partial results combine, and how a total
+    /// over a count finishes (mean, norm).
+    fn reduction_code(
+        &self,
+        g: &Group,
+        reads: &HashMap<NodeId, TokenStream>,
+        slices: &[Ident],
+    ) -> ReductionCode {
+        let rnode = self.node(g.root).clone();
+        let input = rnode.inputs[0];
+        let dt = rnode.dtype;
+        let et = elem_ty(dt);
+        let (kind, is_norm) = match &rnode.op {
+            Op::Norm => (ReduceKind::Sum, true),
+            Op::Reduce { kind, .. } => (*kind, false),
+            _ => unreachable!("reduce group"),
+        };
+        // Accumulate f32 in f64 lanes; others in their own type.
+        let acc_t = if dt == DType::F32 {
+            quote!(f64)
+        } else {
+            et.clone()
+        };
+        let num = numeric();
+        let (init, combine): (
+            TokenStream,
+            Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>,
+        ) = match kind {
+            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => {
+                (quote!(0.0), Box::new(|a, b| quote!(#a + #b)))
+            }
+            ReduceKind::Sum | ReduceKind::Mean => (
+                quote!(0),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::add(#a, #b))),
+            ),
+            ReduceKind::Max => (
+                quote!(<#et as ::grafo::__private::Numeric>::LOWEST),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::maximum(#a, #b))),
+            ),
+            ReduceKind::Min => (
+                quote!(<#et as ::grafo::__private::Numeric>::HIGHEST),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::minimum(#a, #b))),
+            ),
+        };
+        let acc_t = if matches!(kind, ReduceKind::Max | ReduceKind::Min) {
+            et.clone()
+        } else {
+            acc_t
+        };
+        let to_acc = |e: TokenStream| -> TokenStream {
+            if dt == DType::F32 && !matches!(kind, ReduceKind::Max | ReduceKind::Min) {
+                quote!((#e as f64))
+            } else {
+                e
+            }
+        };
+        let (et_f, acc_f, num_f) = (et.clone(), acc_t.clone(), num.clone());
+        let finish = move |total: TokenStream, count: TokenStream| -> TokenStream {
+            let (et, acc_t, num) = (&et_f, &acc_f, &num_f);
+            match (kind, is_norm) {
+                (_, true) => quote!((#total.sqrt() as #et)),
+                (ReduceKind::Mean, _) if dt.is_float() => {
+                    quote!(((#total / (#count as #acc_t)) as #et))
+                }
+                (ReduceKind::Mean, _) => quote!(#num::div(#total, #count as #et)),
+                _ if dt == DType::F32 => quote!((#total as #et)),
+                _ => total,
+            }
+        };
+        let producer = g.producer.unwrap_or(input);
+        let (lets, val) = if g.producer.is_some() {
+            self.tree_lets(producer, reads)
+        } else {
+            (TokenStream::new(), reads[&input].clone())
+        };
+        let val = if is_norm {
+            quote!({ let __v = #val; __v * __v })
+        } else {
+            val
+        };
+        // Lanes of the element type over fixed-size chunks (so the loop vectorises), folded
+        // into the accumulator type (f64 for f32 sums) once per block of chunks.
+        let lanes = if matches!(dt, DType::F64 | DType::I64) {
+            8usize
+        } else {
+            16usize
+        };
+        let block = 64usize;
+        let lane_init = match kind {
+            ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => quote!(0.0),
+            ReduceKind::Sum | ReduceKind::Mean => quote!(0),
+            _ => init.clone(),
+        };
+        let lane_step = combine(quote!(__acc[__j]), quote!(__val));
+        let fold_lane = combine(quote!(__total), to_acc(quote!(__acc[__t])));
+        let fold_tail = combine(quote!(__total), to_acc(quote!(__val)));
+        let slices = slices.to_vec();
+        let accumulate = quote! {
+            let __chunks = __n / #lanes;
+            let mut __total: #acc_t = #init;
+            let mut __c0 = 0usize;
+            while __c0 < __chunks {
+                let __c1 = if __chunks - __c0 > #block { __c0 + #block } else { __chunks };
+                let mut __acc: [#et; #lanes] = [#lane_init; #lanes];
+                for __c in __c0..__c1 {
+                    #(let #slices = &#slices[__c * #lanes..__c * #lanes + #lanes];)*
+                    for __j in 0..#lanes {
+                        #lets
+                        let __val: #et = #val;
+                        __acc[__j] = #lane_step;
+                    }
+                }
+                for __t in 0..#lanes {
+                    __total = #fold_lane;
+                }
+                __c0 = __c1;
+            }
+            for __j in __chunks * #lanes..__n {
+                #lets
+                let __val: #et = #val;
+                __total = #fold_tail;
+            }
+        };
+        ReductionCode {
+            accumulate,
+            acc_t,
+            init,
+            combine_partials: combine(quote!(__a), quote!(__b)),
+            finish: Box::new(finish),
         }
     }
 
@@ -1411,6 +1446,15 @@ impl<'a> Emitter<'a> {
         }
         ((code, vals), moved_outer)
     }
+}
+
+/// The pieces of a reduction loop (see `Emitter::reduction_code`).
+struct ReductionCode {
+    accumulate: TokenStream,
+    acc_t: TokenStream,
+    init: TokenStream,
+    combine_partials: TokenStream,
+    finish: Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>,
 }
 
 #[derive(Default)]
