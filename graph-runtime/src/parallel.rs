@@ -35,6 +35,11 @@ fn chunk_units(units: usize, work_per_unit: usize) -> Option<usize> {
     }
 }
 
+/// How many units each parallel chunk should hold: all of them when the work should stay serial.
+pub fn units_per_chunk(units: usize, work_per_unit: usize) -> usize {
+    chunk_units(units, work_per_unit).unwrap_or(units).max(1)
+}
+
 /// Calls `body(first_unit_index, chunk)` over `out` cut into chunks of whole units of `unit_len` elements.
 ///
 /// Serial (one call covering everything, on this thread) when the total work

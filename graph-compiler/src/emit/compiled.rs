@@ -479,7 +479,19 @@ impl<'a> Emitter<'a> {
     /// Emits groups in order, each followed by the frees the buffer plan puts after it.
     fn run_groups(&mut self, ids: &[usize]) -> TokenStream {
         let mut out = TokenStream::new();
-        for &gid in ids {
+        let mut pos = 0;
+        while pos < ids.len() {
+            let chain = self.row_chain(&ids[pos..]);
+            if chain.len() >= 2 {
+                out.extend(self.row_fused(&chain));
+                for &gid in &chain {
+                    out.extend(self.frees(gid));
+                }
+                pos += chain.len();
+                continue;
+            }
+            let gid = ids[pos];
+            pos += 1;
             let g = self.plan.groups[gid].clone();
             let code = self.group(&g);
             let timed = !matches!(
@@ -496,36 +508,238 @@ impl<'a> Emitter<'a> {
             } else {
                 out.extend(code);
             }
-            for &f in &self.sched.frees_after[gid] {
-                if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
-                    continue;
+            out.extend(self.frees(gid));
+        }
+        out
+    }
+
+    /// The row structure a group iterates over, if it can join a row-fused loop: the
+    /// iteration shape and the axis where a row starts (a trailing reduction over its
+    /// input's rows, or an elementwise loop over its last axis).
+    fn row_structure(&self, gid: usize) -> Option<(Vec<Dim>, usize)> {
+        let g = &self.plan.groups[gid];
+        let n = self.node(g.root);
+        match g.kind {
+            GroupKind::Reduce
+                if matches!(n.op, Op::Reduce { .. })
+                    && crate::fuse::reduction_can_fuse(self.graph, g.root) =>
+            {
+                let split = reduction_split(self.graph, g.root);
+                let shape = self.node(n.inputs[0]).shape.clone();
+                (split > 0 && !shape.is_empty()).then_some((shape, split))
+            }
+            GroupKind::Elementwise
+                if !n.shape.is_empty() && self.sched.in_place[g.root.0].is_none() =>
+            {
+                Some((n.shape.clone(), n.shape.len() - 1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The values a group's loop reads.
+    fn loop_leaves(&self, gid: usize) -> Vec<NodeId> {
+        let g = &self.plan.groups[gid];
+        match g.kind {
+            GroupKind::Reduce => match g.producer {
+                Some(p) => tree_leaves(self.graph, p, &self.plan.materialised),
+                None => vec![self.node(g.root).inputs[0]],
+            },
+            _ => tree_leaves(self.graph, g.root, &self.plan.materialised),
+        }
+    }
+
+    /// The longest run of groups at the start of `ids` that can share one loop over rows:
+    /// same rows, and every value one of them makes that a later one reads is read from the
+    /// same row (a row statistic, or the row just written). W4's mean, variance and
+    /// normalisation become one pass over memory; each row's data stays in L1 between them.
+    fn row_chain(&self, ids: &[usize]) -> Vec<usize> {
+        let Some((shape, split)) = ids.first().and_then(|&g| self.row_structure(g)) else {
+            return Vec::new();
+        };
+        // Row fusion needs at least one reduction (otherwise one elementwise loop already is one pass).
+        let mut chain = vec![ids[0]];
+        for &gid in &ids[1..] {
+            if self.row_structure(gid) != Some((shape.clone(), split)) {
+                break;
+            }
+            let roots: Vec<NodeId> = chain.iter().map(|&c| self.plan.groups[c].root).collect();
+            let row_local = self.loop_leaves(gid).iter().all(|l| {
+                if !roots.contains(l) {
+                    return true;
                 }
-                if !self.may_move(f) {
-                    self.deferred.push(f);
-                    continue;
+                let class = classify(&self.node(*l).shape, &shape, split);
+                matches!(class, Some(LeafClass::Full) | Some(LeafClass::RowScalar))
+            });
+            if !row_local {
+                break;
+            }
+            chain.push(gid);
+        }
+        let has_reduce = chain
+            .iter()
+            .any(|&g| self.plan.groups[g].kind == GroupKind::Reduce);
+        if has_reduce && chain.len() >= 2 {
+            chain
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// One parallel loop over rows computing every group of `chain` row by row.
+    fn row_fused(&mut self, chain: &[usize]) -> TokenStream {
+        let groups: Vec<Group> = chain.iter().map(|&g| self.plan.groups[g].clone()).collect();
+        let (shape, split) = self.row_structure(chain[0]).expect("checked by row_chain");
+        let roots: Vec<NodeId> = groups.iter().map(|g| g.root).collect();
+        // Values read from outside the chain.
+        let mut external: Vec<NodeId> = Vec::new();
+        for &gid in chain {
+            for l in self.loop_leaves(gid) {
+                if !roots.contains(&l) && !external.contains(&l) {
+                    external.push(l);
                 }
-                let vid = v(f);
-                let et = elem_ty(self.node(f).dtype);
-                if let Some(s) = self.sched.slot[f.0] {
-                    out.extend(quote!(__ctx.give::<#et>(#s, #vid);));
-                    self.moved.push(f);
-                } else if let Op::CondOut { cond, index } = self.node(f).op {
-                    // Back to the slot of the arm value that was moved into it.
-                    let c = &self.graph.conds[cond.0];
-                    let slot_of = |x: NodeId| self.sched.slot[x.0];
-                    let (ts, es) = (
-                        slot_of(c.then_outputs[index]),
-                        slot_of(c.else_outputs[index]),
-                    );
-                    let flag = format_ident!("__took_then_{}", cond.0);
-                    let give = |s: Option<usize>| match s {
-                        Some(s) => quote!(__ctx.give::<#et>(#s, #vid);),
-                        None => quote!(::std::mem::drop(#vid);),
-                    };
-                    let (gt, ge) = (give(ts), give(es));
-                    out.extend(quote!(if #flag { #gt } else { #ge }));
-                    self.moved.push(f);
+            }
+        }
+        external.sort();
+        let ll = self.leaves_of(&external, &shape, split, false);
+        let mut allocs = TokenStream::new();
+        for &r in &roots {
+            allocs.extend(self.alloc(r));
+        }
+        let mut reads = ll.reads.clone();
+        let mut slices = ll.slices.clone();
+        let mut body = TokenStream::new();
+        let mut out_params = Vec::new();
+        let mut out_args = Vec::new();
+        let mut per_row = Vec::new();
+        for (k, g) in groups.iter().enumerate() {
+            let o = format_ident!("__o{}", k);
+            let et = elem_ty(self.node(g.root).dtype);
+            out_params.push(quote!(#o: &mut [#et]));
+            let vid = v(g.root);
+            out_args.push(quote!(#vid));
+            if g.kind == GroupKind::Reduce {
+                per_row.push(quote!(1usize));
+                let rc = self.reduction_code(g, &reads, &slices);
+                let accumulate = rc.accumulate;
+                let fin = (rc.finish)(quote!(__total), quote!(__n));
+                let s = format_ident!("__s{}", g.root.0);
+                body.extend(quote! {
+                    #o[__ri] = { #accumulate #fin };
+                    let #s: #et = #o[__ri];
+                });
+                reads.insert(g.root, quote!(#s));
+            } else {
+                per_row.push(quote!(__n));
+                let (lets, root_expr) = self.tree_lets(g.root, &reads);
+                let y = format_ident!("__y{}", g.root.0);
+                body.extend(quote! {
+                    {
+                        let __orow = &mut #o[__ri * __n..__ri * __n + __n];
+                        for __j in 0..__n {
+                            #lets
+                            __orow[__j] = #root_expr;
+                        }
+                    }
+                    let #y: &[#et] = &#o[__ri * __n..__ri * __n + __n];
+                });
+                reads.insert(g.root, quote!(#y[__j]));
+                slices.push(y);
+            }
+        }
+        let kname = format_ident!("__kernel_rows_g{}", chain[0]);
+        let LoopLeaves {
+            params,
+            args,
+            row_bind,
+            pre,
+            ..
+        } = ll;
+        let cost: usize = chain
+            .iter()
+            .map(|&gid| self.cost(&self.plan.groups[gid]))
+            .sum();
+        let rows = len_expr(&shape[..split]);
+        let row_len = len_expr(&shape[split..]);
+        let chunk_names: Vec<Ident> = (0..groups.len())
+            .map(|k| format_ident!("__c{}", k))
+            .collect();
+        let first_chunk = &chunk_names[0];
+        let first_per_row = &per_row[0];
+        let gid0 = chain[0];
+        let label = chain
+            .iter()
+            .map(|&g| self.profile_labels[g].clone())
+            .collect::<Vec<_>>()
+            .join(" | ");
+        quote! {
+            let __t = __ctx.start();
+            #allocs
+            #(#pre)*
+            ::grafo::__private::multiversion! {
+                fn #kname(__first: usize, __nrows: usize, __n: usize, #(#out_params,)* #(#params),*) {
+                    for __ri in 0..__nrows {
+                        let __r = __first + __ri;
+                        #(#row_bind)*
+                        #body
+                    }
                 }
+            }
+            {
+                let __rows: usize = #rows;
+                let __n: usize = #row_len;
+                let __chunk = ::grafo::__private::parallel::units_per_chunk(__rows, __n * #cost + 1);
+                if __rows > 0 {
+                    if __chunk >= __rows || __n == 0 {
+                        #kname(0, __rows, __n, #(&mut #out_args[..],)* #(#args),*);
+                    } else {
+                        use ::grafo::__private::rayon::prelude::*;
+                        (#(#out_args.par_chunks_mut(__chunk * #per_row),)*)
+                            .into_par_iter()
+                            .enumerate()
+                            .for_each(|(__i, (#(#chunk_names,)*))| {
+                                let __nrows = #first_chunk.len() / #first_per_row;
+                                #kname(__i * __chunk, __nrows, __n, #(#chunk_names,)* #(#args),*)
+                            });
+                    }
+                }
+            }
+            __ctx.record(#gid0, #label, __t);
+        }
+    }
+
+    /// The frees the buffer plan puts after group `gid`.
+    fn frees(&mut self, gid: usize) -> TokenStream {
+        let mut out = TokenStream::new();
+        for &f in &self.sched.frees_after[gid] {
+            if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
+                continue;
+            }
+            if !self.may_move(f) {
+                self.deferred.push(f);
+                continue;
+            }
+            let vid = v(f);
+            let et = elem_ty(self.node(f).dtype);
+            if let Some(s) = self.sched.slot[f.0] {
+                out.extend(quote!(__ctx.give::<#et>(#s, #vid);));
+                self.moved.push(f);
+            } else if let Op::CondOut { cond, index } = self.node(f).op {
+                // Back to the slot of the arm value that was moved into it.
+                let c = &self.graph.conds[cond.0];
+                let slot_of = |x: NodeId| self.sched.slot[x.0];
+                let (ts, es) = (
+                    slot_of(c.then_outputs[index]),
+                    slot_of(c.else_outputs[index]),
+                );
+                let flag = format_ident!("__took_then_{}", cond.0);
+                let give = |s: Option<usize>| match s {
+                    Some(s) => quote!(__ctx.give::<#et>(#s, #vid);),
+                    None => quote!(::std::mem::drop(#vid);),
+                };
+                let (gt, ge) = (give(ts), give(es));
+                out.extend(quote!(if #flag { #gt } else { #ge }));
+                self.moved.push(f);
             }
         }
         out
@@ -662,6 +876,18 @@ impl<'a> Emitter<'a> {
         if let Some(s) = skip {
             leaves.retain(|&l| l != s);
         }
+        self.leaves_of(&leaves, out_shape, split, flat)
+    }
+
+    /// Loop parameters and reads for the given leaves (see [`Emitter::leaves`]).
+    fn leaves_of(
+        &self,
+        leaves: &[NodeId],
+        out_shape: &[Dim],
+        split: usize,
+        flat: bool,
+    ) -> LoopLeaves {
+        let leaves = leaves.to_vec();
         let mut ll = LoopLeaves::default();
         let out_dims = shape_expr(out_shape);
         for (k, &l) in leaves.iter().enumerate() {
