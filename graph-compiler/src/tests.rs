@@ -329,3 +329,29 @@ fn fetches_of_one_chain_do_not_fork() {
     });
     assert!(schedule::schedule(&g, &plan).fork.is_none());
 }
+
+#[test]
+fn snapshot_w4_layernorm_is_one_loop_over_rows() {
+    let out = crate::expand::expand(
+        quote!(),
+        quote! {
+            pub fn layernorm(x: Tensor<f32, N, 1024>, gamma: Tensor<f32, 1024>, beta: Tensor<f32, 1024>) -> Tensor<f32, N, 1024> {
+                let mean = reduce_mean(x, -1, true);
+                let d = x - mean;
+                let var = reduce_mean(d * d, -1, true);
+                d / sqrt(var + 1e-5) * gamma + beta
+            }
+        },
+    );
+    let code = pretty(out);
+    assert_eq!(
+        code.matches("__kernel_rows_g0").count(),
+        3,
+        "one kernel, defined once and called twice (serial and parallel)"
+    );
+    assert!(
+        !code.contains("__kernel_g1"),
+        "no separate loop for the variance"
+    );
+    insta::assert_snapshot!("w4_layernorm", code);
+}
