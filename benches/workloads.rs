@@ -10,60 +10,9 @@ use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-#[graph]
-fn gelu(x: Tensor<f32, N>) -> Tensor<f32, N> {
-    0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-}
-
-#[graph]
-fn mlp(
-    x: Tensor<f32, B, 784>,
-    w1: Tensor<f32, 784, 512>,
-    b1: Tensor<f32, 512>,
-    w2: Tensor<f32, 512, 10>,
-    b2: Tensor<f32, 10>,
-) -> Tensor<f32, B, 10> {
-    let h = relu(matmul(x, w1) + b1);
-    softmax(matmul(h, w2) + b2, -1)
-}
-
-#[graph]
-fn convnet(
-    x: Tensor<f32, B, H, W, 3>,
-    k0: Tensor<f32, 3, 3, 3, 16>,
-    b0: Tensor<f32, 16>,
-    k1: Tensor<f32, 3, 3, 16, 16>,
-    b1: Tensor<f32, 16>,
-    limit: Tensor<f32>,
-) -> Tensor<f32, B, H, W, 16> {
-    let mut y = conv2d(x, k0, 1, SAME) + b0;
-    if norm(y) < limit {
-        y = conv2d(y, k1, 1, SAME) + b1;
-    }
-    y
-}
-
-#[graph]
-fn layernorm(
-    x: Tensor<f32, N, 1024>,
-    gamma: Tensor<f32, 1024>,
-    beta: Tensor<f32, 1024>,
-) -> Tensor<f32, N, 1024> {
-    let mean = reduce_mean(x, -1, true);
-    let d = x - mean;
-    let var = reduce_mean(d * d, -1, true);
-    d / sqrt(var + 1e-5) * gamma + beta
-}
-
-#[graph]
-fn suma(a: Tensor<i32>, b: Tensor<i32>) -> Tensor<i32> {
-    a + b
-}
-
-#[graph]
-fn two(x: Tensor<f32>, y: Tensor<f32>) -> (Tensor<f32>, Tensor<f32>) {
-    (x * y, y / x)
-}
+#[path = "../tests/common/workloads.rs"]
+mod workloads;
+use workloads::*;
 
 /// Deterministic uniform values in [-1, 1) (xorshift32).
 fn uniform(n: usize, seed: u32) -> Vec<f32> {
@@ -246,19 +195,19 @@ fn w5_scalars(c: &mut Criterion) {
     g.finish();
 
     let (x, y) = (arr0(2.0f32), arr0(4.0f32));
-    first_call("W5 (x*y, y/x) compiled", || two(&x, &y).unwrap());
-    let (p, d) = two(&x, &y).unwrap();
+    first_call("W5 (x*y, y/x) compiled", || two_fetches(&x, &y).unwrap());
+    let (p, d) = two_fetches(&x, &y).unwrap();
     assert_eq!((p[()], d[()]), (8.0, 2.0));
     let mut g = c.benchmark_group("W5_two_fetches_f32");
     g.throughput(Throughput::Elements(1));
     g.bench_function("compiled", |b| {
-        b.iter(|| two(black_box(&x), black_box(&y)).unwrap())
+        b.iter(|| two_fetches(black_box(&x), black_box(&y)).unwrap())
     });
     g.bench_function("session", |b| {
-        b.iter(|| two::run(&mut sess, black_box(&x), black_box(&y)).unwrap())
+        b.iter(|| two_fetches::run(&mut sess, black_box(&x), black_box(&y)).unwrap())
     });
     g.bench_function("eager", |b| {
-        b.iter(|| two::eager(black_box(&x), black_box(&y)).unwrap())
+        b.iter(|| two_fetches::eager(black_box(&x), black_box(&y)).unwrap())
     });
     g.bench_function("ndarray", |b| {
         b.iter(|| {

@@ -2,22 +2,20 @@
 //! a naive f64 reference, plus assertions on `NAME::graph()` that the expected fusion happened.
 
 mod refs;
+#[path = "common/workloads.rs"]
+mod workloads;
 
 use grafo::prelude::*;
 use grafo::{Dim, GraphDef};
 use refs::*;
+use workloads::*;
 
 // ----- W1: gelu -------------------------------------------------------------------------------
 
-#[graph]
-fn w1_gelu(x: Tensor<f32, N>) -> Tensor<f32, N> {
-    0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-}
-
 fn check_gelu(x: &Array1<f32>) {
     let want = map1(&to_f64(x), ref_gelu);
-    let a = w1_gelu(x).unwrap();
-    let b = w1_gelu::eager(x).unwrap();
+    let a = gelu(x).unwrap();
+    let b = gelu::eager(x).unwrap();
     assert_close(&format!("w1 compiled n={}", x.len()), &a, &want);
     assert_close(&format!("w1 eager n={}", x.len()), &b, &want);
 }
@@ -52,8 +50,8 @@ fn w1_gelu_non_finite() {
         1e-30,
     ]);
     let want = map1(&to_f64(&x), ref_gelu);
-    let a = w1_gelu(&x).unwrap();
-    let b = w1_gelu::eager(&x).unwrap();
+    let a = gelu(&x).unwrap();
+    let b = gelu::eager(&x).unwrap();
     // Elements with a finite reference must match; NaN must stay NaN; +inf stays +inf.
     assert!(
         a[0].is_nan() && b[0].is_nan(),
@@ -94,7 +92,7 @@ fn close(g: f64, w: f64) -> bool {
 
 #[test]
 fn w1_gelu_is_one_elementwise_group() {
-    let g = w1_gelu::graph();
+    let g = gelu::graph();
     let ew = g.groups_of("elementwise");
     assert_eq!(ew.len(), 1, "{:#?}", g.groups);
     // Every arithmetic node that runs is in that one group.
@@ -125,17 +123,6 @@ fn w1_gelu_is_one_elementwise_group() {
 
 // ----- W2: mlp --------------------------------------------------------------------------------
 
-#[graph]
-fn w2_mlp(
-    x: Tensor<f32, B, 784>,
-    w1: Tensor<f32, 784, 512>,
-    b1: Tensor<f32, 512>,
-    w2: Tensor<f32, 512, 10>,
-    b2: Tensor<f32, 10>,
-) -> Tensor<f32, B, 10> {
-    softmax(matmul(relu(matmul(x, w1) + b1), w2) + b2, -1)
-}
-
 fn mlp_ref(
     x: &ArrayD<f64>,
     w1: &ArrayD<f64>,
@@ -163,20 +150,20 @@ fn w2_mlp_batches() {
             &to_f64(&w2),
             &to_f64(&b2),
         );
-        let a = w2_mlp(&x, &w1, &b1, &w2, &b2).unwrap();
-        let e = w2_mlp::eager(&x, &w1, &b1, &w2, &b2).unwrap();
+        let a = mlp(&x, &w1, &b1, &w2, &b2).unwrap();
+        let e = mlp::eager(&x, &w1, &b1, &w2, &b2).unwrap();
         assert_eq!(a.shape(), &[b, 10]);
         assert_close(&format!("w2 compiled B={b}"), &a, &want);
         assert_close(&format!("w2 eager B={b}"), &e, &want);
         let mut s = Session::default();
-        let r = w2_mlp::run(&mut s, &x, &w1, &b1, &w2, &b2).unwrap();
+        let r = mlp::run(&mut s, &x, &w1, &b1, &w2, &b2).unwrap();
         assert_close(&format!("w2 session B={b}"), &r, &want);
     }
 }
 
 #[test]
 fn w2_first_matmul_has_bias_relu_epilogue() {
-    let g = w2_mlp::graph();
+    let g = mlp::graph();
     let mm = g.groups_of("matmul");
     assert_eq!(mm.len(), 2, "{:#?}", g.groups);
     // The first matmul in schedule order is x @ w1.
@@ -215,22 +202,6 @@ fn w2_first_matmul_has_bias_relu_epilogue() {
 }
 
 // ----- W3: seed_convnet -----------------------------------------------------------------------
-
-#[graph]
-fn w3_convnet(
-    x: Tensor<f32, B, H, W, 3>,
-    k0: Tensor<f32, 3, 3, 3, 16>,
-    b0: Tensor<f32, 16>,
-    k1: Tensor<f32, 3, 3, 16, 16>,
-    b1: Tensor<f32, 16>,
-    limit: Tensor<f32>,
-) -> Tensor<f32, B, H, W, 16> {
-    let mut y = conv2d(x, k0, 1, SAME) + b0;
-    if norm(y) < limit {
-        y = conv2d(y, k1, 1, SAME) + b1;
-    }
-    y
-}
 
 /// LANGUAGE.md's first example (with relu), at a static size.
 #[graph]
@@ -299,12 +270,12 @@ fn w3_convnet_both_arms() {
             let (want, second) = convnet_ref(&to_f64(&x), &p, limit as f64, false);
             assert_eq!(second, limit > 0.0);
             let what = format!("w3 {b}x{h}x{w} limit={limit}");
-            let a = w3_convnet(&x, &p.k0, &p.b0, &p.k1, &p.b1, &l).unwrap();
+            let a = convnet(&x, &p.k0, &p.b0, &p.k1, &p.b1, &l).unwrap();
             assert_close(&format!("{what} compiled"), &a, &want);
-            let e = w3_convnet::eager(&x, &p.k0, &p.b0, &p.k1, &p.b1, &l).unwrap();
+            let e = convnet::eager(&x, &p.k0, &p.b0, &p.k1, &p.b1, &l).unwrap();
             assert_close(&format!("{what} eager"), &e, &want);
             let mut s = Session::default();
-            let r = w3_convnet::run(&mut s, &x, &p.k0, &p.b0, &p.k1, &p.b1, &l).unwrap();
+            let r = convnet::run(&mut s, &x, &p.k0, &p.b0, &p.k1, &p.b1, &l).unwrap();
             assert_close(&format!("{what} session"), &r, &want);
         }
     }
@@ -324,8 +295,8 @@ fn w3_convnet_threshold_between_arms() {
     for (limit, second) in [((n * 1.01) as f32, true), ((n * 0.99) as f32, false)] {
         let (want, s) = convnet_ref(&to_f64(&x), &p, limit as f64, false);
         assert_eq!(s, second);
-        let a = w3_convnet(&x, &p.k0, &p.b0, &p.k1, &p.b1, &arr0(limit)).unwrap();
-        let e = w3_convnet::eager(&x, &p.k0, &p.b0, &p.k1, &p.b1, &arr0(limit)).unwrap();
+        let a = convnet(&x, &p.k0, &p.b0, &p.k1, &p.b1, &arr0(limit)).unwrap();
+        let e = convnet::eager(&x, &p.k0, &p.b0, &p.k1, &p.b1, &arr0(limit)).unwrap();
         assert_close(&format!("w3 limit={limit} compiled"), &a, &want);
         assert_close(&format!("w3 limit={limit} eager"), &e, &want);
     }
@@ -367,23 +338,11 @@ fn assert_conv_groups_have_bias(g: &GraphDef, act: bool) {
 
 #[test]
 fn w3_conv_groups_include_bias() {
-    assert_conv_groups_have_bias(&w3_convnet::graph(), false);
+    assert_conv_groups_have_bias(&convnet::graph(), false);
     assert_conv_groups_have_bias(&w3_convnet_relu::graph(), true);
 }
 
 // ----- W4: layernorm --------------------------------------------------------------------------
-
-#[graph]
-fn w4_layernorm(
-    x: Tensor<f32, N, 1024>,
-    gamma: Tensor<f32, 1024>,
-    beta: Tensor<f32, 1024>,
-) -> Tensor<f32, N, 1024> {
-    let mean = reduce_mean(x, -1, true);
-    let d = x - mean;
-    let var = reduce_mean(d * d, -1, true);
-    d / sqrt(var + 1e-5) * gamma + beta
-}
 
 fn layernorm_ref(x: &ArrayD<f64>, g: &ArrayD<f64>, b: &ArrayD<f64>) -> ArrayD<f64> {
     let mean = ref_reduce(x, &[1], true, "mean");
@@ -400,8 +359,8 @@ fn w4_layernorm_rows() {
     for n in [0usize, 1, 3, 64] {
         let x = rand_arr(60 + n as u64, grafo::ndarray::Ix2(n, 1024), -3.0, 5.0);
         let want = layernorm_ref(&to_f64(&x), &to_f64(&gamma), &to_f64(&beta));
-        let a = w4_layernorm(&x, &gamma, &beta).unwrap();
-        let e = w4_layernorm::eager(&x, &gamma, &beta).unwrap();
+        let a = layernorm(&x, &gamma, &beta).unwrap();
+        let e = layernorm::eager(&x, &gamma, &beta).unwrap();
         assert_close_tol(&format!("w4 compiled N={n}"), &a, &want, 1e-4, 1e-4);
         assert_close_tol(&format!("w4 eager N={n}"), &e, &want, 1e-4, 1e-4);
         let mut s = Session::new(SessionConfig {
@@ -409,14 +368,14 @@ fn w4_layernorm_rows() {
             ..Default::default()
         })
         .unwrap();
-        let r = w4_layernorm::run(&mut s, &x, &gamma, &beta).unwrap();
+        let r = layernorm::run(&mut s, &x, &gamma, &beta).unwrap();
         assert_close_tol(&format!("w4 session N={n}"), &r, &want, 1e-4, 1e-4);
     }
 }
 
 #[test]
 fn w4_layernorm_fusion() {
-    let g = w4_layernorm::graph();
+    let g = layernorm::graph();
     let big = vec![Dim::Symbol("N".into()), Dim::Static(1024)];
     let touches = |gr: &grafo::GroupDef| {
         gr.nodes.iter().any(|&n| {
@@ -451,30 +410,20 @@ fn w4_layernorm_fusion() {
 
 // ----- W5: seed scalars -----------------------------------------------------------------------
 
-#[graph]
-fn w5_add(a: Tensor<i32>, b: Tensor<i32>) -> Tensor<i32> {
-    a + b
-}
-
-#[graph]
-fn w5_two_fetches(x: Tensor<f32>, y: Tensor<f32>) -> (Tensor<f32>, Tensor<f32>) {
-    (x * y, y / x)
-}
-
 #[test]
 fn w5_scalars() {
     let (a, b) = (arr0(5i32), arr0(3i32));
-    assert_eq!(w5_add(&a, &b).unwrap(), arr0(8));
-    assert_eq!(w5_add::eager(&a, &b).unwrap(), arr0(8));
+    assert_eq!(suma(&a, &b).unwrap(), arr0(8));
+    assert_eq!(suma::eager(&a, &b).unwrap(), arr0(8));
     let mut s = Session::default();
     for _ in 0..3 {
-        assert_eq!(w5_add::run(&mut s, &a, &b).unwrap(), arr0(8));
+        assert_eq!(suma::run(&mut s, &a, &b).unwrap(), arr0(8));
     }
     let (x, y) = (arr0(2.0f32), arr0(4.0f32));
-    let (p, d) = w5_two_fetches(&x, &y).unwrap();
+    let (p, d) = two_fetches(&x, &y).unwrap();
     assert_eq!((p[()], d[()]), (8.0, 2.0));
-    let (p, d) = w5_two_fetches::eager(&x, &y).unwrap();
+    let (p, d) = two_fetches::eager(&x, &y).unwrap();
     assert_eq!((p[()], d[()]), (8.0, 2.0));
-    let (p, d) = w5_two_fetches::run(&mut s, &x, &y).unwrap();
+    let (p, d) = two_fetches::run(&mut s, &x, &y).unwrap();
     assert_eq!((p[()], d[()]), (8.0, 2.0));
 }
