@@ -38,6 +38,10 @@ const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
     (150, 513, 10),
     (256, 512, 10),
     (200, 300, 48),
+    // Several row blocks sharing one pre-packed `b`, also split into column panels.
+    (300, 200, 300),
+    (520, 300, 70),
+    (1100, 70, 33),
 ];
 
 fn check_matmul<T: GemmElement>(seed: u64) {

@@ -31,8 +31,8 @@ pub const BLOCKS_PER_THREAD: usize = 4;
 /// Block row counts are rounded up to a multiple of this (the GEMM micro-kernel's row count).
 pub const ROW_ALIGN: usize = 8;
 
-/// A row block should be at least this tall: the GEMM core packs the whole right operand
-/// for every call, and the block's rows amortise that copy.
+/// A row block should be at least this tall: unless `b` was pre-packed for all blocks, the
+/// GEMM core packs the whole right operand for every call, and the block's rows amortise that copy.
 pub const MIN_BLOCK_ROWS: usize = 128;
 
 /// When row blocks alone are too few to keep every thread busy, each is also split into
@@ -82,6 +82,45 @@ pub trait GemmElement: Numeric {
         let _ = threads;
     }
 
+    /// Packs `b` (`k x n`, contiguous) once for many [`gemm_prepacked`] calls and runs `f`
+    /// on it, or runs `f(None)` if this type's GEMM core does not pre-pack.
+    ///
+    /// [`gemm_prepacked`]: GemmElement::gemm_prepacked
+    #[inline]
+    fn with_prepacked_b<R>(
+        k: usize,
+        n: usize,
+        b: &[Self],
+        f: impl FnOnce(Option<PrepackedB<'_, Self>>) -> R,
+    ) -> R {
+        let _ = (k, n, b);
+        f(None)
+    }
+
+    /// `c[m, w] = a[m, k] * b[k, j0..j0 + w]` with `b` pre-packed ([`with_prepacked_b`]);
+    /// `j0` is a multiple of [`COL_ALIGN`]. Otherwise as [`gemm_strided`].
+    ///
+    /// # Safety
+    /// As for [`gemm_strided`].
+    ///
+    /// [`with_prepacked_b`]: GemmElement::with_prepacked_b
+    /// [`gemm_strided`]: GemmElement::gemm_strided
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_prepacked(
+        m: usize,
+        k: usize,
+        w: usize,
+        a: *const Self,
+        lda: usize,
+        b: PrepackedB<'_, Self>,
+        j0: usize,
+        c: *mut Self,
+        ldc: usize,
+    ) {
+        let _ = (m, k, w, a, lda, b, j0, c, ldc);
+        unreachable!("gemm_prepacked without pre-packing");
+    }
+
     /// Runs `f` on this thread's scratch buffer of `Self`, grown to at least `len` elements.
     ///
     /// The buffer lives as long as the thread, so steady-state kernels (conv2d's im2col)
@@ -116,6 +155,60 @@ pub trait GemmElement: Numeric {
     }
 }
 
+/// A right operand packed whole for the float GEMM core (see [`GemmElement::with_prepacked_b`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PrepackedB<'a, T> {
+    data: &'a [T],
+    k: usize,
+    /// Packed columns (`n` rounded up to the micro-kernel's width).
+    n_pad: usize,
+}
+
+/// Implements the pre-packing methods of [`GemmElement`] on [`packed`].
+macro_rules! prepack_impl {
+    ($t:ty) => {
+        #[inline]
+        fn with_prepacked_b<R>(
+            k: usize,
+            n: usize,
+            b: &[$t],
+            f: impl FnOnce(Option<PrepackedB<'_, $t>>) -> R,
+        ) -> R {
+            if k == 0 || n == 0 {
+                return f(None);
+            }
+            let len = packed::prepacked_len::<$t>(k, n);
+            packed::with_prepacked::<$t, R>(len, |buf| {
+                packed::prepack_b(k, n, b, buf);
+                f(Some(PrepackedB {
+                    data: buf,
+                    k,
+                    n_pad: len / k,
+                }))
+            })
+        }
+
+        #[inline]
+        unsafe fn gemm_prepacked(
+            m: usize,
+            k: usize,
+            w: usize,
+            a: *const $t,
+            lda: usize,
+            b: PrepackedB<'_, $t>,
+            j0: usize,
+            c: *mut $t,
+            ldc: usize,
+        ) {
+            assert!(k == b.k && j0 + w <= b.n_pad && j0.is_multiple_of(COL_ALIGN));
+            // SAFETY: the caller vouches for `a` and `c`; `b` holds k x n_pad packed.
+            unsafe {
+                packed::gemm_prepacked::<$t>(m, k, w, a, lda, b.data.as_ptr(), b.n_pad, j0, c, ldc)
+            }
+        }
+    };
+}
+
 /// Implements [`GemmElement::with_scratch`] with one thread-local vector per type.
 macro_rules! scratch_impl {
     ($t:ty) => {
@@ -137,6 +230,7 @@ macro_rules! scratch_impl {
 
 impl GemmElement for f32 {
     scratch_impl!(f32);
+    prepack_impl!(f32);
 
     #[inline]
     fn reserve_gemm(threads: usize) {
@@ -183,6 +277,7 @@ impl GemmElement for f32 {
 
 impl GemmElement for f64 {
     scratch_impl!(f64);
+    prepack_impl!(f64);
 
     #[inline]
     fn reserve_gemm(threads: usize) {
@@ -416,21 +511,29 @@ impl<T> SendPtr<T> {
     }
 }
 
-/// `out_blk[r, n] = a_rows[r, k] * b[k, n]`, split into column panels of `cols` that run in parallel.
+/// `out_blk[r, n] = a_rows[r, k] * b[k, n]`, split into column panels of `cols` that run in
+/// parallel; `pb` is `b` pre-packed, if it was.
 fn row_block<T: GemmElement>(
     a_rows: &[T],
     b: &[T],
+    pb: Option<PrepackedB<'_, T>>,
     out_blk: &mut [T],
     k: usize,
     n: usize,
     cols: usize,
 ) {
     let r = out_blk.len() / n;
+    assert!(a_rows.len() >= r * k && b.len() >= k * n && out_blk.len() == r * n);
     if cols >= n {
-        T::gemm_block(r, k, n, a_rows, b, out_blk);
+        match pb {
+            // SAFETY: the slices hold r*k and r*n elements (asserted above).
+            Some(pb) => unsafe {
+                T::gemm_prepacked(r, k, n, a_rows.as_ptr(), k, pb, 0, out_blk.as_mut_ptr(), n)
+            },
+            None => T::gemm_block(r, k, n, a_rows, b, out_blk),
+        }
         return;
     }
-    assert!(a_rows.len() >= r * k && b.len() >= k * n && out_blk.len() == r * n);
     let c = SendPtr(out_blk.as_mut_ptr());
     // LOOP 3 (parallel): over column panels of the block.
     (0..n.div_ceil(cols)).into_par_iter().for_each(|p| {
@@ -439,17 +542,22 @@ fn row_block<T: GemmElement>(
         // SAFETY: the slices hold r*k, k*n and r*n elements (asserted above); panel p
         // reads columns j0..j0+w of `b` and is the only writer of those columns of `out_blk`.
         unsafe {
-            T::gemm_strided(
-                r,
-                k,
-                w,
-                a_rows.as_ptr(),
-                k,
-                b.as_ptr().add(j0),
-                n,
-                c.get().add(j0),
-                n,
-            )
+            match pb {
+                Some(pb) => {
+                    T::gemm_prepacked(r, k, w, a_rows.as_ptr(), k, pb, j0, c.get().add(j0), n)
+                }
+                None => T::gemm_strided(
+                    r,
+                    k,
+                    w,
+                    a_rows.as_ptr(),
+                    k,
+                    b.as_ptr().add(j0),
+                    n,
+                    c.get().add(j0),
+                    n,
+                ),
+            }
         }
     });
 }
@@ -495,6 +603,32 @@ pub fn matmul_into<T: GemmElement, E>(
     let rows = plan.rows;
     // One packing buffer per thread, made now if missing: the blocks then allocate nothing.
     T::reserve_gemm(rayon::current_num_threads());
+    // With one `b` for more than two row blocks, pack it once for all of them (for two, the
+    // extra pass and barrier cost about what the second packing would).
+    let shared_b = batch == 1 || dims.b_batch_stride == 0;
+    if shared_b && batch * m.div_ceil(rows) > 2 {
+        T::with_prepacked_b(k, n, b_of(0), |pb| {
+            parallel_blocks(out, dims, plan, pb, &a_of, &b_of, &epilogue)
+        })
+    } else {
+        parallel_blocks(out, dims, plan, None, &a_of, &b_of, &epilogue)
+    }
+}
+
+/// The parallel loops of [`matmul_into`]; `pb` is the shared `b` pre-packed, if it was.
+fn parallel_blocks<'a, T: GemmElement, E>(
+    out: &mut [T],
+    dims: MatmulDims,
+    plan: BlockPlan,
+    pb: Option<PrepackedB<'_, T>>,
+    a_of: &(impl Fn(usize) -> &'a [T] + Sync),
+    b_of: &(impl Fn(usize) -> &'a [T] + Sync),
+    epilogue: &E,
+) where
+    E: Fn(usize, usize, &mut [T]) + Sync,
+{
+    let MatmulDims { m, k, n, .. } = dims;
+    let rows = plan.rows;
     // LOOP 1 (parallel): over the batches.
     out.par_chunks_mut(m * n)
         .enumerate()
@@ -509,7 +643,15 @@ pub fn matmul_into<T: GemmElement, E>(
                     let r = out_blk.len() / n;
                     // LOOP 3 (parallel, when planned) over column panels; LOOP 4 (inside the
                     // GEMM core, single-threaded): k panels, n panels, micro-kernels.
-                    row_block(&a_b[r0 * k..(r0 + r) * k], b_b, out_blk, k, n, plan.cols);
+                    row_block(
+                        &a_b[r0 * k..(r0 + r) * k],
+                        b_b,
+                        pb,
+                        out_blk,
+                        k,
+                        n,
+                        plan.cols,
+                    );
                     // The block is still in cache: fuse the tail now.
                     epilogue(bi, r0, out_blk);
                 });
@@ -575,12 +717,35 @@ mod packed {
         + Default
         + PartialEq
         + Send
+        + Sync
         + std::ops::Add<Output = Self>
         + std::ops::Mul<Output = Self>
         + 'static
     {
         /// The free packing buffers of this type.
         fn pool() -> &'static Pool<Self>;
+
+        /// The free buffers for pre-packed `b` matrices of this type.
+        fn shared_pool() -> &'static Mutex<Vec<Vec<Self>>>;
+
+        /// Columns of this CPU's micro-kernel (the packed panel width of `b`).
+        fn nr() -> usize;
+
+        /// Runs the product on the best micro-kernel for this CPU, `b` from `src`.
+        ///
+        /// # Safety
+        /// As for [`gemm_prepacked`].
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn dispatch_on(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const Self,
+            lda: usize,
+            b: BSrc<Self>,
+            c: *mut Self,
+            ldc: usize,
+        );
 
         /// Runs the product on the best micro-kernel for this CPU.
         ///
@@ -663,6 +828,40 @@ mod packed {
     }
 
     impl PackElem for f32 {
+        fn shared_pool() -> &'static Mutex<Vec<Vec<f32>>> {
+            static POOL: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
+            &POOL
+        }
+
+        #[inline]
+        fn nr() -> usize {
+            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+            if level() >= Level::Avx2Fma {
+                return 16;
+            }
+            PNR
+        }
+
+        #[inline]
+        unsafe fn dispatch_on(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const f32,
+            lda: usize,
+            b: BSrc<f32>,
+            c: *mut f32,
+            ldc: usize,
+        ) {
+            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+            if level() >= Level::Avx2Fma {
+                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
+                return unsafe { driver_on::<avx2::F32x6x16>(m, k, n, a, lda, b, c, ldc) };
+            }
+            // SAFETY: the caller vouches for the extents.
+            unsafe { driver_on::<Portable<f32>>(m, k, n, a, lda, b, c, ldc) }
+        }
+
         fn pool() -> &'static Pool<f32> {
             static POOL: Pool<f32> = Pool::new();
             &POOL
@@ -692,6 +891,40 @@ mod packed {
     }
 
     impl PackElem for f64 {
+        fn shared_pool() -> &'static Mutex<Vec<Vec<f64>>> {
+            static POOL: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
+            &POOL
+        }
+
+        #[inline]
+        fn nr() -> usize {
+            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+            if level() >= Level::Avx2Fma {
+                return 8;
+            }
+            PNR
+        }
+
+        #[inline]
+        unsafe fn dispatch_on(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const f64,
+            lda: usize,
+            b: BSrc<f64>,
+            c: *mut f64,
+            ldc: usize,
+        ) {
+            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+            if level() >= Level::Avx2Fma {
+                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
+                return unsafe { driver_on::<avx2::F64x6x8>(m, k, n, a, lda, b, c, ldc) };
+            }
+            // SAFETY: the caller vouches for the extents.
+            unsafe { driver_on::<Portable<f64>>(m, k, n, a, lda, b, c, ldc) }
+        }
+
         fn pool() -> &'static Pool<f64> {
             static POOL: Pool<f64> = Pool::new();
             &POOL
@@ -861,6 +1094,107 @@ mod packed {
         c: *mut K::T,
         ldc: usize,
     ) {
+        // SAFETY: forwarded contract.
+        unsafe { driver_on::<K>(m, k, n, a, lda, BSrc::Raw(b, ldb), c, ldc) }
+    }
+
+    /// Where the driver finds `b`.
+    #[derive(Clone, Copy)]
+    pub enum BSrc<T> {
+        /// Row-major at `b` with row stride `ldb`: packed slice by slice.
+        Raw(*const T, usize),
+        /// Already packed whole by [`prepack_b`] (`n_pad` columns); the product's column 0 is
+        /// packed column `j0` (a multiple of the kernel's `NR`).
+        Packed {
+            base: *const T,
+            n_pad: usize,
+            j0: usize,
+        },
+    }
+
+    /// Elements of `b` (`k x n`) packed whole for this CPU's kernel.
+    pub fn prepacked_len<T: PackElem>(k: usize, n: usize) -> usize {
+        k * round_up(n, T::nr())
+    }
+
+    /// Packs all of `b` (`k x n`, row stride `n`) for this CPU's kernel into `dst`
+    /// ([`prepacked_len`] elements): slice `pc` (of `KC` rows) starts at `pc * n_pad`, and
+    /// inside it micro-panel `q` at `q * NR * kc`. Slices are packed in parallel.
+    pub fn prepack_b<T: PackElem>(k: usize, n: usize, b: &[T], dst: &mut [T]) {
+        use rayon::prelude::*;
+        let nr = T::nr();
+        let n_pad = round_up(n, nr);
+        assert!(b.len() >= k * n && dst.len() >= k * n_pad);
+        let pack = |(s, out): (usize, &mut [T])| {
+            let pc = s * KC;
+            let kc = KC.min(k - pc);
+            // SAFETY: rows pc..pc+kc of `b` are in bounds (asserted above).
+            unsafe { pack_b(kc, n, nr, b.as_ptr().add(pc * n), n, out) };
+        };
+        let slices = &mut dst[..k * n_pad];
+        if k * n >= 1 << 16 {
+            slices.par_chunks_mut(KC * n_pad).enumerate().for_each(pack);
+        } else {
+            slices.chunks_mut(KC * n_pad).enumerate().for_each(pack);
+        }
+    }
+
+    /// Runs `f` on a buffer of at least `len` elements for a pre-packed `b`, borrowed from a
+    /// pool of such buffers (grown, never shrunk: steady-state shapes allocate nothing).
+    pub fn with_prepacked<T: PackElem, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
+        let pool = T::shared_pool();
+        let popped = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut buf = popped.unwrap_or_default();
+        if buf.len() < len {
+            buf = vec![T::default(); len];
+        }
+        let r = f(&mut buf[..len]);
+        pool.lock().unwrap_or_else(|e| e.into_inner()).push(buf);
+        r
+    }
+
+    /// `c[m, n] = a[m, k] * b`, `b` pre-packed by [`prepack_b`] for `n_pad` columns and the
+    /// product's columns starting at packed column `j0` (a multiple of 16); `m, n, k > 0`.
+    ///
+    /// # Safety
+    /// As for [`gemm`], with `b` holding [`prepacked_len`] elements for (`k`, `n_pad`) and
+    /// `j0 + n <= n_pad`.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn gemm_prepacked<T: PackElem>(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const T,
+        lda: usize,
+        b: *const T,
+        n_pad: usize,
+        j0: usize,
+        c: *mut T,
+        ldc: usize,
+    ) {
+        if m == 0 || n == 0 {
+            return;
+        }
+        let src = BSrc::Packed { base: b, n_pad, j0 };
+        // SAFETY: forwarded contract.
+        unsafe { T::dispatch_on(m, k, n, a, lda, src, c, ldc) }
+    }
+
+    /// The driver on a given source of `b`.
+    ///
+    /// # Safety
+    /// As for [`gemm`] / [`gemm_prepacked`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn driver_on<K: Kernel>(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const K::T,
+        lda: usize,
+        b: BSrc<K::T>,
+        c: *mut K::T,
+        ldc: usize,
+    ) {
         let (mr_max, nr_max) = (K::MR, K::NR);
         let kc_max = k.min(KC);
         let nc_max = round_up(n.min(NC), nr_max);
@@ -884,8 +1218,17 @@ mod packed {
                 for pc in (0..k).step_by(KC) {
                     let kc = KC.min(k - pc);
                     let accumulate = pc > 0;
-                    // SAFETY: rows pc..pc+kc, columns jc..jc+nc of `b` are in bounds.
-                    unsafe { pack_b(kc, nc, nr_max, b.add(pc * ldb + jc), ldb, bp) };
+                    let b_slice = match b {
+                        BSrc::Raw(b, ldb) => {
+                            // SAFETY: rows pc..pc+kc, columns jc..jc+nc of `b` are in bounds.
+                            unsafe { pack_b(kc, nc, nr_max, b.add(pc * ldb + jc), ldb, bp) };
+                            bp.as_ptr()
+                        }
+                        // SAFETY: slice pc, panels from column j0+jc, of the packed `b`.
+                        BSrc::Packed { base, n_pad, j0 } => unsafe {
+                            base.add(pc * n_pad + (j0 + jc) * kc)
+                        },
+                    };
                     // LOOP 3: row blocks of MC.
                     for ic in (0..m).step_by(MC) {
                         let mc = MC.min(m - ic);
@@ -897,7 +1240,8 @@ mod packed {
                         // LOOP 2: micro-panels of NR columns.
                         for jr in (0..nc).step_by(nr_max) {
                             let nr = nr_max.min(nc - jr);
-                            let b_panel = bp[jr * kc..].as_ptr();
+                            // SAFETY: panel jr of the slice (packed above or before).
+                            let b_panel = unsafe { b_slice.add(jr * kc) };
                             // LOOP 1: micro-panels of MR rows.
                             for ir in (0..mc).step_by(mr_max) {
                                 let mr = mr_max.min(mc - ir);
