@@ -1,37 +1,12 @@
 //! The graphs the macro emits, exported for the real clients: `dot -Tsvg` renders them and TensorBoard's reader loads them.
 
-use grafo::prelude::*;
+#[path = "common/workloads.rs"]
+mod workloads;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-#[graph]
-fn convnet(
-    x: Tensor<f32, B, 512, 512, 3>,
-    k0: Tensor<f32, 3, 3, 3, 16>,
-    b0: Tensor<f32, 16>,
-    k1: Tensor<f32, 3, 3, 16, 16>,
-    b1: Tensor<f32, 16>,
-    limit: Tensor<f32>,
-) -> Tensor<f32, B, 512, 512, 16> {
-    let mut y = relu(conv2d(x, k0, 1, SAME) + b0);
-    if norm(y) < limit {
-        y = relu(conv2d(y, k1, 1, SAME) + b1);
-    }
-    y
-}
-
-#[graph]
-fn mlp(
-    x: Tensor<f32, B, 784>,
-    w1: Tensor<f32, 784, 512>,
-    b1: Tensor<f32, 512>,
-    w2: Tensor<f32, 512, 10>,
-    b2: Tensor<f32, 10>,
-) -> Tensor<f32, B, 10> {
-    let h = relu(matmul(x, w1) + b1);
-    softmax(matmul(h, w2) + b2, -1)
-}
+use workloads::{convnet, mlp};
 
 /// Fails unless the tool is there (CI installs it with `.ci/install-tools`), or skipping is asked for.
 fn require_tool(available: bool, what: &str) -> bool {
@@ -108,7 +83,7 @@ fn tensorboard_reads_compiled_graphs() {
     assert_eq!(conv_count, 2);
     let expected = format!(
         r#"{{"node_count": {}, "nodes": {{
-            "x": {{"op": "input", "shape": ["B", 512, 512, 3]}},
+            "x": {{"op": "input", "shape": ["B", "H", "W", 3]}},
             "k0": {{"op": "input", "shape": [3, 3, 3, 16]}},
             "limit": {{"op": "input", "shape": []}}
         }}}}"#,

@@ -2,69 +2,11 @@
 //! warm-up call, W2's two products (`[256, 784] x [784, 512]` and `[256, 512] x [512, 10]`,
 //! f32 and f64) run inside a 2-thread rayon pool without a single heap allocation.
 
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+
+use counting_alloc::{allocations, serial, BIG};
 use graph_runtime::matmul::{matmul_into, GemmElement, MatmulDims};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
-
-/// Counts every allocation, on any thread, while `ON` is set.
-struct Counting;
-
-static ON: AtomicBool = AtomicBool::new(false);
-static COUNT: AtomicUsize = AtomicUsize::new(0);
-static BYTES: AtomicUsize = AtomicUsize::new(0);
-/// Allocations of at least this many bytes (a packing buffer is about 1.2 MB).
-static BIG_COUNT: AtomicUsize = AtomicUsize::new(0);
-const BIG: usize = 1024;
-/// The tests share the counters, so they run one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-// SAFETY: forwards to the system allocator; counting touches only atomics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        record(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        record(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        record(new_size);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-fn record(size: usize) {
-    if ON.load(Ordering::Relaxed) {
-        COUNT.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(size, Ordering::Relaxed);
-        if size >= BIG {
-            BIG_COUNT.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Runs `f` with counting on; returns (allocations, their bytes, allocations >= BIG).
-fn count(f: impl FnOnce()) -> (usize, usize, usize) {
-    COUNT.store(0, Ordering::SeqCst);
-    BYTES.store(0, Ordering::SeqCst);
-    BIG_COUNT.store(0, Ordering::SeqCst);
-    ON.store(true, Ordering::SeqCst);
-    f();
-    ON.store(false, Ordering::SeqCst);
-    (
-        COUNT.load(Ordering::SeqCst),
-        BYTES.load(Ordering::SeqCst),
-        BIG_COUNT.load(Ordering::SeqCst),
-    )
-}
 
 /// One product: its sizes, `a`, `b` and the output.
 type Op<T> = (MatmulDims, Vec<T>, Vec<T>, Vec<T>);
@@ -81,7 +23,7 @@ fn values<T: GemmElement>(len: usize, seed: usize) -> Vec<T> {
 /// Warm-up, then `rounds` more calls of both products under the counter, with an epilogue
 /// (a ReLU, as in W2) so the fused path is the one measured.
 fn check_steady_state<T: GemmElement>() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()
@@ -110,11 +52,12 @@ fn check_steady_state<T: GemmElement>() {
     run(&mut ops);
     let reference: Vec<Vec<T>> = ops.iter().map(|op| op.3.clone()).collect();
     let rounds = 20;
-    let (allocs, bytes, big) = count(|| {
+    let (counts, ()) = allocations(|| {
         for _ in 0..rounds {
             run(&mut ops);
         }
     });
+    let (allocs, bytes, big) = (counts.all, counts.all_bytes, counts.big);
     // Same results each time (the buffers really were reused, not skipped).
     for (op, r) in ops.iter().zip(&reference) {
         assert!(op.3 == *r, "results changed between runs");

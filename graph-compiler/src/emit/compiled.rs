@@ -47,39 +47,30 @@ fn numeric() -> TokenStream {
 /// A literal of `dtype` with value `s`.
 pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
     match (s.convert(dtype), dtype) {
-        (Scalar::Float(x), DType::F32) => {
+        (Scalar::Float(x), DType::F32) => float_literal(x, quote!(f32), {
             let x = x as f32;
-            if x.is_nan() {
-                quote!(f32::NAN)
-            } else if x.is_infinite() {
-                if x > 0.0 {
-                    quote!(f32::INFINITY)
-                } else {
-                    quote!(f32::NEG_INFINITY)
-                }
-            } else {
-                quote!(#x)
-            }
-        }
-        (Scalar::Float(x), _) => {
-            if x.is_nan() {
-                quote!(f64::NAN)
-            } else if x.is_infinite() {
-                if x > 0.0 {
-                    quote!(f64::INFINITY)
-                } else {
-                    quote!(f64::NEG_INFINITY)
-                }
-            } else {
-                quote!(#x)
-            }
-        }
+            quote!(#x)
+        }),
+        (Scalar::Float(x), _) => float_literal(x, quote!(f64), quote!(#x)),
         (Scalar::Int(x), DType::I32) => {
             let x = x as i32;
             quote!(#x)
         }
         (Scalar::Int(x), _) => quote!(#x),
         (Scalar::Bool(b), _) => quote!(#b),
+    }
+}
+
+/// A float literal, spelling NaN and the infinities as the type's constants.
+fn float_literal(x: f64, ty: TokenStream, finite: TokenStream) -> TokenStream {
+    if x.is_nan() {
+        quote!(#ty::NAN)
+    } else if x == f64::INFINITY {
+        quote!(#ty::INFINITY)
+    } else if x == f64::NEG_INFINITY {
+        quote!(#ty::NEG_INFINITY)
+    } else {
+        finite
     }
 }
 
