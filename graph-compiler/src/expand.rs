@@ -113,9 +113,19 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #allow
         #vis fn #name #lts (#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
             #(#to_views)*
-            let mut __arena = ::grafo::__private::exec::Arena::new();
-            let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::GRAPH_KEY, &mut __arena, ::std::option::Option::None);
-            #name::__compiled(&mut __ctx, #(#names),*)
+            // The buffers of the plan stay with this thread for its next call (a `Session`
+            // gives the same reuse with an explicit owner); a re-entrant call gets fresh ones.
+            #name::PLAIN_CALL_ARENA.with(|__cell| match __cell.try_borrow_mut() {
+                ::std::result::Result::Ok(mut __arena) => {
+                    let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::GRAPH_KEY, &mut __arena, ::std::option::Option::None);
+                    #name::__compiled(&mut __ctx, #(#names),*)
+                }
+                ::std::result::Result::Err(_) => {
+                    let mut __arena = ::grafo::__private::exec::Arena::new();
+                    let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::GRAPH_KEY, &mut __arena, ::std::option::Option::None);
+                    #name::__compiled(&mut __ctx, #(#names),*)
+                }
+            })
         }
 
         #[doc = #mod_doc]
@@ -123,6 +133,13 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #vis mod #name {
             /// The key of this graph's buffers in a `Session`.
             pub const GRAPH_KEY: &str = ::std::concat!(::std::module_path!(), "::", #name_str);
+
+            ::std::thread_local! {
+                /// The buffer plan's buffers of plain calls on this thread, kept for the next call.
+                #[doc(hidden)]
+                pub static PLAIN_CALL_ARENA: ::std::cell::RefCell<::grafo::__private::exec::Arena> =
+                    const { ::std::cell::RefCell::new(::grafo::__private::exec::Arena::new()) };
+            }
 
             #[doc(hidden)]
             #allow
