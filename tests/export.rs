@@ -4,6 +4,11 @@
 //! external tools come from `.ci/install-tools`; when one is missing the test fails and
 //! says so, unless `GRAFO_SKIP_EXTERNAL_TOOLS=1` is set.
 
+#[path = "common/external_tools.rs"]
+mod external_tools;
+
+use external_tools::{graphviz_available, tensorboard_available, venv_python};
+
 use graph_runtime::tensorboard::{proto, read_event_file, read_records};
 use graph_runtime::{CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
 use std::path::{Path, PathBuf};
@@ -300,25 +305,9 @@ fn dot_escapes_quotes_and_backslashes_and_is_deterministic() {
     assert_eq!(empty().to_dot(), empty_dot);
 }
 
-/// Whether an external tool may be missing; when it may not, fails the test with what to run.
-fn require_tool(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    let skip = std::env::var("GRAFO_SKIP_EXTERNAL_TOOLS").is_ok_and(|v| v == "1");
-    assert!(skip, "{what} is missing: run `.ci/install-tools` (or set GRAFO_SKIP_EXTERNAL_TOOLS=1 to skip this check)");
-    eprintln!("skipping: {what} is missing and GRAFO_SKIP_EXTERNAL_TOOLS=1");
-    false
-}
-
 #[test]
 fn graphviz_renders_every_exported_dot() {
-    let has_dot = Command::new("dot")
-        .arg("-V")
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require_tool(has_dot, "Graphviz's `dot`") {
+    if !graphviz_available() {
         return;
     }
     for graph in [sample(), awkward(), empty()] {
@@ -445,10 +434,6 @@ fn event_file_decodes_back_in_rust() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn venv_python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python")
-}
-
 /// Runs `scripts/check_tensorboard.py` on `file`.
 fn run_checker(file: &Path, expected: &str) -> std::process::Output {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_tensorboard.py");
@@ -474,12 +459,7 @@ fn check_with_tensorboard(file: &Path, expected: &str) {
 
 #[test]
 fn tensorboard_reads_the_event_file() {
-    let has_tb = Command::new(venv_python())
-        .args(["-c", "import tensorboard"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require_tool(has_tb, "the TensorBoard venv (.venv)") {
+    if !tensorboard_available() {
         return;
     }
     let dir = temp_dir("tb-python");

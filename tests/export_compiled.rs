@@ -1,5 +1,10 @@
 //! The graphs the macro emits, exported for the real clients: `dot -Tsvg` renders them and TensorBoard's reader loads them.
 
+#[path = "common/external_tools.rs"]
+mod external_tools;
+
+use external_tools::{graphviz_available, tensorboard_available, venv_python};
+
 #[path = "common/workloads.rs"]
 mod workloads;
 
@@ -8,24 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use workloads::{convnet, mlp};
 
-/// Fails unless the tool is there (CI installs it with `.ci/install-tools`), or skipping is asked for.
-fn require_tool(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    let skip = std::env::var("GRAFO_SKIP_EXTERNAL_TOOLS").is_ok_and(|v| v == "1");
-    assert!(skip, "{what} is missing: run `.ci/install-tools` (or set GRAFO_SKIP_EXTERNAL_TOOLS=1 to skip this check)");
-    false
-}
-
 #[test]
 fn dot_of_compiled_graphs_renders() {
-    let has_dot = Command::new("dot")
-        .arg("-V")
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require_tool(has_dot, "Graphviz's `dot`") {
+    if !graphviz_available() {
         return;
     }
     for dot in [convnet::graph().to_dot(), mlp::graph().to_dot()] {
@@ -67,13 +57,8 @@ fn temp_dir(name: &str) -> PathBuf {
 
 #[test]
 fn tensorboard_reads_compiled_graphs() {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    let has_tb = Command::new(&python)
-        .args(["-c", "import tensorboard"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !require_tool(has_tb, "the TensorBoard venv (.venv)") {
+    let python = venv_python();
+    if !tensorboard_available() {
         return;
     }
     let g = convnet::graph();
