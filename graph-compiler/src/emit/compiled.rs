@@ -1061,22 +1061,11 @@ impl<'a> Emitter<'a> {
             }
         } else {
             let row = super::dim_expr(&n.shape[rank - 1]);
+            let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
             quote! {
                 #alloc
                 #(#pre)*
-                ::grafo::__private::multiversion! {
-                    fn #kname(__first: usize, __out: &mut [#et], __row: usize #(, #params)*) {
-                        for (__ri, __orow) in __out.chunks_exact_mut(__row).enumerate() {
-                            let __r = __first + __ri;
-                            let __n = __orow.len();
-                            #(#row_bind)*
-                            for __j in 0..__n {
-                                #lets
-                                __orow[__j] = #root_expr;
-                            }
-                        }
-                    }
-                }
+                #kernel
                 if #len > 0 {
                     let __row: usize = #row;
                     ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
@@ -1110,20 +1099,9 @@ impl<'a> Emitter<'a> {
             } = ll;
             pre.extend(p);
             let row = super::dim_expr(&root.shape[rank - 1]);
+            let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
             pre.extend(quote! {
-                ::grafo::__private::multiversion! {
-                    fn #kname(__first: usize, __out: &mut [#et], __row: usize #(, #params)*) {
-                        for (__ri, __orow) in __out.chunks_exact_mut(__row).enumerate() {
-                            let __r = __first + __ri;
-                            let __n = __orow.len();
-                            #(#row_bind)*
-                            for __j in 0..__n {
-                                #lets
-                                __orow[__j] = #root_expr;
-                            }
-                        }
-                    }
-                }
+                #kernel
                 let __row: usize = #row;
             });
             Some((quote!(#kname), args))
@@ -1672,6 +1650,33 @@ struct ReductionCode {
     init: TokenStream,
     combine_partials: TokenStream,
     finish: Box<dyn Fn(TokenStream, TokenStream) -> TokenStream>,
+}
+
+/// A fused loop over whole rows of `__out` (`__row` elements each): the elementwise groups'
+/// kernel, and the epilogue that matmul and conv2d run on each output block.
+fn rows_kernel(
+    kname: &Ident,
+    et: &TokenStream,
+    params: &[TokenStream],
+    row_bind: &[TokenStream],
+    lets: &TokenStream,
+    root_expr: &TokenStream,
+) -> TokenStream {
+    quote! {
+        ::grafo::__private::multiversion! {
+            fn #kname(__first: usize, __out: &mut [#et], __row: usize #(, #params)*) {
+                for (__ri, __orow) in __out.chunks_exact_mut(__row).enumerate() {
+                    let __r = __first + __ri;
+                    let __n = __orow.len();
+                    #(#row_bind)*
+                    for __j in 0..__n {
+                        #lets
+                        __orow[__j] = #root_expr;
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]
