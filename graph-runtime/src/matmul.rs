@@ -25,15 +25,19 @@ pub const SEQUENTIAL_MACS: usize = 1 << 16;
 /// GEMM core's fixed costs (packing the right operand) stay small next to the work.
 pub const MIN_BLOCK_MACS: usize = 1 << 18;
 
-/// How many blocks each rayon thread should get at least, for load balance.
-pub const BLOCKS_PER_THREAD: usize = 4;
+/// How many blocks each rayon thread should get at least, for load balance. On a shared
+/// machine a thread can lose its core for milliseconds; small blocks let the other threads
+/// take over its share.
+pub const BLOCKS_PER_THREAD: usize = 8;
 
-/// Block row counts are rounded up to a multiple of this (the GEMM micro-kernel's row count).
-pub const ROW_ALIGN: usize = 8;
+/// Block row counts are rounded up to a multiple of this: the AVX2 micro-kernel's row count
+/// (6), so that no block ends in a short tile except the last.
+pub const ROW_ALIGN: usize = 6;
 
 /// A row block should be at least this tall: unless `b` was pre-packed for all blocks, the
-/// GEMM core packs the whole right operand for every call, and the block's rows amortise that copy.
-pub const MIN_BLOCK_ROWS: usize = 128;
+/// GEMM core packs the whole right operand for every call, and the block's rows amortise that
+/// copy; and each packed micro-panel of `b` serves `MIN_BLOCK_ROWS / 6` micro-kernel calls.
+pub const MIN_BLOCK_ROWS: usize = 60;
 
 /// When row blocks alone are too few to keep every thread busy, each is also split into
 /// column panels of at least this many columns (a multiple of `COL_ALIGN`).
