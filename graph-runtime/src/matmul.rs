@@ -831,131 +831,71 @@ mod packed {
         r
     }
 
-    impl PackElem for f32 {
-        fn shared_pool() -> &'static Mutex<Vec<Vec<f32>>> {
-            static POOL: Mutex<Vec<Vec<f32>>> = Mutex::new(Vec::new());
-            &POOL
-        }
+    /// Implements [`PackElem`] for a float type: its two buffer pools, and dispatch to the
+    /// AVX2+FMA micro-kernel `$avx2` (`$nr` columns) or the portable tile.
+    macro_rules! pack_elem {
+        ($t:ty, $nr:expr, $avx2:ty) => {
+            impl PackElem for $t {
+                fn shared_pool() -> &'static Mutex<Vec<Vec<$t>>> {
+                    static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
+                    &POOL
+                }
 
-        #[inline]
-        fn nr() -> usize {
-            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-            if level() >= Level::Avx2Fma {
-                return 16;
+                fn pool() -> &'static Pool<$t> {
+                    static POOL: Pool<$t> = Pool::new();
+                    &POOL
+                }
+
+                #[inline]
+                fn nr() -> usize {
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    if level() >= Level::Avx2Fma {
+                        return $nr;
+                    }
+                    PNR
+                }
+
+                #[inline]
+                unsafe fn dispatch_on(
+                    m: usize,
+                    k: usize,
+                    n: usize,
+                    a: *const $t,
+                    lda: usize,
+                    b: BSrc<$t>,
+                    c: *mut $t,
+                    ldc: usize,
+                ) {
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    if level() >= Level::Avx2Fma {
+                        // SAFETY: AVX2+FMA present; the caller vouches for the extents.
+                        return unsafe { driver_on::<$avx2>(m, k, n, a, lda, b, c, ldc) };
+                    }
+                    // SAFETY: the caller vouches for the extents.
+                    unsafe { driver_on::<Portable<$t>>(m, k, n, a, lda, b, c, ldc) }
+                }
+
+                #[inline]
+                unsafe fn dispatch(
+                    m: usize,
+                    k: usize,
+                    n: usize,
+                    a: *const $t,
+                    lda: usize,
+                    b: *const $t,
+                    ldb: usize,
+                    c: *mut $t,
+                    ldc: usize,
+                ) {
+                    // SAFETY: forwarded contract.
+                    unsafe { Self::dispatch_on(m, k, n, a, lda, BSrc::Raw(b, ldb), c, ldc) }
+                }
             }
-            PNR
-        }
-
-        #[inline]
-        unsafe fn dispatch_on(
-            m: usize,
-            k: usize,
-            n: usize,
-            a: *const f32,
-            lda: usize,
-            b: BSrc<f32>,
-            c: *mut f32,
-            ldc: usize,
-        ) {
-            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-            if level() >= Level::Avx2Fma {
-                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
-                return unsafe { driver_on::<avx2::F32x6x16>(m, k, n, a, lda, b, c, ldc) };
-            }
-            // SAFETY: the caller vouches for the extents.
-            unsafe { driver_on::<Portable<f32>>(m, k, n, a, lda, b, c, ldc) }
-        }
-
-        fn pool() -> &'static Pool<f32> {
-            static POOL: Pool<f32> = Pool::new();
-            &POOL
-        }
-
-        #[inline]
-        unsafe fn dispatch(
-            m: usize,
-            k: usize,
-            n: usize,
-            a: *const f32,
-            lda: usize,
-            b: *const f32,
-            ldb: usize,
-            c: *mut f32,
-            ldc: usize,
-        ) {
-            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-            if level() >= Level::Avx2Fma {
-                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
-                return unsafe { driver::<avx2::F32x6x16>(m, k, n, a, lda, b, ldb, c, ldc) };
-            }
-            let _ = level;
-            // SAFETY: the caller vouches for the extents.
-            unsafe { driver::<Portable<f32>>(m, k, n, a, lda, b, ldb, c, ldc) }
-        }
+        };
     }
 
-    impl PackElem for f64 {
-        fn shared_pool() -> &'static Mutex<Vec<Vec<f64>>> {
-            static POOL: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
-            &POOL
-        }
-
-        #[inline]
-        fn nr() -> usize {
-            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-            if level() >= Level::Avx2Fma {
-                return 8;
-            }
-            PNR
-        }
-
-        #[inline]
-        unsafe fn dispatch_on(
-            m: usize,
-            k: usize,
-            n: usize,
-            a: *const f64,
-            lda: usize,
-            b: BSrc<f64>,
-            c: *mut f64,
-            ldc: usize,
-        ) {
-            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-            if level() >= Level::Avx2Fma {
-                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
-                return unsafe { driver_on::<avx2::F64x6x8>(m, k, n, a, lda, b, c, ldc) };
-            }
-            // SAFETY: the caller vouches for the extents.
-            unsafe { driver_on::<Portable<f64>>(m, k, n, a, lda, b, c, ldc) }
-        }
-
-        fn pool() -> &'static Pool<f64> {
-            static POOL: Pool<f64> = Pool::new();
-            &POOL
-        }
-
-        #[inline]
-        unsafe fn dispatch(
-            m: usize,
-            k: usize,
-            n: usize,
-            a: *const f64,
-            lda: usize,
-            b: *const f64,
-            ldb: usize,
-            c: *mut f64,
-            ldc: usize,
-        ) {
-            #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-            if level() >= Level::Avx2Fma {
-                // SAFETY: AVX2+FMA present; the caller vouches for the extents.
-                return unsafe { driver::<avx2::F64x6x8>(m, k, n, a, lda, b, ldb, c, ldc) };
-            }
-            // SAFETY: the caller vouches for the extents.
-            unsafe { driver::<Portable<f64>>(m, k, n, a, lda, b, ldb, c, ldc) }
-        }
-    }
-
+    pack_elem!(f32, 16, avx2::F32x6x16);
+    pack_elem!(f64, 8, avx2::F64x6x8);
     /// `c[m, n] = a[m, k] * b[k, n]` (row-major, row strides `lda`, `ldb`, `ldc`); `k > 0`.
     ///
     /// # Safety
@@ -1082,26 +1022,6 @@ mod packed {
         x.div_ceil(to) * to
     }
 
-    /// The BLIS loops around micro-kernel `K` (see the module docs); `m, n, k > 0`.
-    ///
-    /// # Safety
-    /// As for [`gemm`].
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn driver<K: Kernel>(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: *const K::T,
-        lda: usize,
-        b: *const K::T,
-        ldb: usize,
-        c: *mut K::T,
-        ldc: usize,
-    ) {
-        // SAFETY: forwarded contract.
-        unsafe { driver_on::<K>(m, k, n, a, lda, BSrc::Raw(b, ldb), c, ldc) }
-    }
-
     /// Where the driver finds `b`.
     #[derive(Clone, Copy)]
     pub enum BSrc<T> {
@@ -1184,7 +1104,8 @@ mod packed {
         unsafe { T::dispatch_on(m, k, n, a, lda, src, c, ldc) }
     }
 
-    /// The driver on a given source of `b`.
+    /// The BLIS loops around micro-kernel `K` (see the module docs), `b` read from `b`'s
+    /// source; `m, n, k > 0`.
     ///
     /// # Safety
     /// As for [`gemm`] / [`gemm_prepacked`].
