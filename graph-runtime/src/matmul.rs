@@ -750,23 +750,6 @@ mod packed {
             c: *mut Self,
             ldc: usize,
         );
-
-        /// Runs the product on the best micro-kernel for this CPU.
-        ///
-        /// # Safety
-        /// As for [`gemm`].
-        #[allow(clippy::too_many_arguments)]
-        unsafe fn dispatch(
-            m: usize,
-            k: usize,
-            n: usize,
-            a: *const Self,
-            lda: usize,
-            b: *const Self,
-            ldb: usize,
-            c: *mut Self,
-            ldc: usize,
-        );
     }
 
     /// Packing buffers shared by all threads: a product pops one, packs into it, and pushes
@@ -874,22 +857,6 @@ mod packed {
                     // SAFETY: the caller vouches for the extents.
                     unsafe { driver_on::<Portable<$t>>(m, k, n, a, lda, b, c, ldc) }
                 }
-
-                #[inline]
-                unsafe fn dispatch(
-                    m: usize,
-                    k: usize,
-                    n: usize,
-                    a: *const $t,
-                    lda: usize,
-                    b: *const $t,
-                    ldb: usize,
-                    c: *mut $t,
-                    ldc: usize,
-                ) {
-                    // SAFETY: forwarded contract.
-                    unsafe { Self::dispatch_on(m, k, n, a, lda, BSrc::Raw(b, ldb), c, ldc) }
-                }
             }
         };
     }
@@ -917,7 +884,7 @@ mod packed {
             return;
         }
         // SAFETY: forwarded contract.
-        unsafe { T::dispatch(m, k, n, a, lda, b, ldb, c, ldc) }
+        unsafe { T::dispatch_on(m, k, n, a, lda, BSrc::Raw(b, ldb), c, ldc) }
     }
 
     /// Where a micro-kernel reads element `(r, p)` of its `MR x kc` left operand.
