@@ -220,10 +220,24 @@ impl Lowerer<'_> {
         if self.is_poisoned(&inputs) {
             return self.poisoned(span);
         }
+        self.typed_with(inputs, r.map(|t| ((), t)), |()| op, span, span)
+    }
+
+    /// As [`Lowerer::typed`] for an op built from what inference found (`make(found)`), with
+    /// the error reported at `error_span` (the argument at fault); inputs are not re-checked
+    /// for poison.
+    fn typed_with<A>(
+        &mut self,
+        inputs: Vec<NodeId>,
+        r: Result<(A, (DType, Shape)), String>,
+        make: impl FnOnce(A) -> Op,
+        error_span: Span,
+        span: Span,
+    ) -> NodeId {
         match r {
-            Ok((dt, shape)) => self.push(op, inputs, dt, shape, span),
+            Ok((found, (dt, shape))) => self.push(make(found), inputs, dt, shape, span),
             Err(msg) => {
-                self.diag.error(span, msg);
+                self.diag.error(error_span, msg);
                 self.poisoned(span)
             }
         }
@@ -1453,23 +1467,13 @@ impl Lowerer<'_> {
                         infer::reduce(kind.name(), (n.dtype, &n.shape), &axes, keep)
                             .map(|t| (axes, t))
                     });
-                match r {
-                    Ok((axes, (dt, shape))) => self.push(
-                        Op::Reduce {
-                            kind,
-                            axes,
-                            keep_dims: keep,
-                        },
-                        vec![x],
-                        dt,
-                        shape,
-                        span,
-                    ),
-                    Err(m) => {
-                        self.diag.error(args.get(1).map_or(span, |a| a.span()), m);
-                        self.poisoned(span)
-                    }
-                }
+                let make = |axes| Op::Reduce {
+                    kind,
+                    axes,
+                    keep_dims: keep,
+                };
+                let error_span = args.get(1).map_or(span, |a| a.span());
+                self.typed_with(vec![x], r, make, error_span, span)
             }
             "norm" => {
                 if !arity(self, 1, 1, "one tensor (the L2 norm over all axes)") {
@@ -1598,22 +1602,10 @@ impl Lowerer<'_> {
                     infer::normalize_axes(&name, &[axis], n.shape.len(), &n.shape).and_then(|a| {
                         infer::unary(&name, true, (n.dtype, &n.shape)).map(|t| (a[0], t))
                     });
-                match r {
-                    Ok((axis, (dt, shape))) => self.push(
-                        Op::Softmax {
-                            axis,
-                            log: name == "log_softmax",
-                        },
-                        vec![x],
-                        dt,
-                        shape,
-                        span,
-                    ),
-                    Err(m) => {
-                        self.diag.error(args.get(1).map_or(span, |a| a.span()), m);
-                        self.poisoned(span)
-                    }
-                }
+                let log = name == "log_softmax";
+                let make = |axis| Op::Softmax { axis, log };
+                let error_span = args.get(1).map_or(span, |a| a.span());
+                self.typed_with(vec![x], r, make, error_span, span)
             }
             "constant" => {
                 if !arity(self, 1, 1, "one scalar literal") {
