@@ -8,7 +8,6 @@ use crate::signature::{parse_signature, Signature};
 use crate::{fuse, lower, passes, schedule};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::spanned::Spanned;
 
 /// The largest value (in elements) of a graph that `run` keeps on the caller's thread.
 const SMALL_GRAPH_ELEMENTS: u64 = 4096;
@@ -53,12 +52,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let lts = emit::lifetimes(&sig.params);
     let v_params = view_params(&sig.params);
     let names = emit::param_names(&sig.params);
-    let outs: Vec<_> = sig
-        .outputs
-        .iter()
-        .map(|o| (o.dtype, o.shape.clone()))
-        .collect();
-    let ret = result_type(&outs, sig.tuple_output);
+    let ret = signature_result_type(&sig);
     let to_views: Vec<TokenStream> = sig
         .params
         .iter()
@@ -238,6 +232,16 @@ fn parse_config(attr: TokenStream, diag: &mut Diagnostics) -> PassConfig {
     config
 }
 
+/// The `Ok` type of the generated functions: the declared outputs, a tuple if declared so.
+fn signature_result_type(sig: &Signature) -> TokenStream {
+    let outs: Vec<_> = sig
+        .outputs
+        .iter()
+        .map(|o| (o.dtype, o.shape.clone()))
+        .collect();
+    result_type(&outs, sig.tuple_output)
+}
+
 /// The errors, plus the function with its signature and an `unreachable!()` body, so callers get no second error.
 fn fallback(
     func: &syn::ItemFn,
@@ -256,15 +260,8 @@ fn fallback(
     let vis = &func.vis;
     let pub_params = public_params(&sig.params);
     let lts = emit::lifetimes(&sig.params);
-    let outs: Vec<_> = sig
-        .outputs
-        .iter()
-        .map(|o| (o.dtype, o.shape.clone()))
-        .collect();
-    let ret = result_type(&outs, sig.tuple_output);
+    let ret = signature_result_type(sig);
     let allow = quote!(#[allow(unused_variables, clippy::all)]);
-    let _ = format_ident!("x");
-    let _ = func.span();
     quote! {
         #err
         #allow

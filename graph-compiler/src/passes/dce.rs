@@ -14,7 +14,6 @@ pub fn run(graph: &mut Graph) {
             c.removed = true;
         }
     }
-    let _ = live;
 }
 
 /// Which nodes are needed: outputs, effects, and everything they read (conds pull in their predicate and live arms).
@@ -32,26 +31,10 @@ pub fn live_nodes(graph: &Graph) -> Vec<bool> {
             let n = graph.node(id);
             stack.extend(n.inputs.iter().copied());
             if let Op::CondOut { cond, .. } = n.op {
-                if !cond_live[cond.0] {
-                    cond_live[cond.0] = true;
-                    let c = &graph.conds[cond.0];
-                    stack.extend(c.then_effects.iter().copied());
-                    stack.extend(c.else_effects.iter().copied());
-                    if let Predicate::Tensor(p) = c.predicate {
-                        stack.push(p);
-                    }
-                }
+                mark_cond_live(graph, cond, &mut cond_live, &mut stack);
             }
             if let Region::Arm { cond, .. } = n.region {
-                if !cond_live[cond.0] {
-                    cond_live[cond.0] = true;
-                    let c = &graph.conds[cond.0];
-                    stack.extend(c.then_effects.iter().copied());
-                    stack.extend(c.else_effects.iter().copied());
-                    if let Predicate::Tensor(p) = c.predicate {
-                        stack.push(p);
-                    }
-                }
+                mark_cond_live(graph, cond, &mut cond_live, &mut stack);
             }
         }
         // A cond with effects in its arms runs even when none of its results is used.
@@ -62,12 +45,7 @@ pub fn live_nodes(graph: &Graph) -> Vec<bool> {
                 && (!c.then_effects.is_empty() || !c.else_effects.is_empty())
                 && region_live(graph, c.region, &cond_live)
             {
-                cond_live[ci] = true;
-                stack.extend(c.then_effects.iter().copied());
-                stack.extend(c.else_effects.iter().copied());
-                if let Predicate::Tensor(p) = c.predicate {
-                    stack.push(p);
-                }
+                mark_cond_live(graph, CondId(ci), &mut cond_live, &mut stack);
                 more = true;
             }
         }
@@ -76,6 +54,20 @@ pub fn live_nodes(graph: &Graph) -> Vec<bool> {
         }
     }
     live
+}
+
+/// Marks a cond live the first time: its arms' effects and its predicate become needed.
+fn mark_cond_live(graph: &Graph, cond: CondId, cond_live: &mut [bool], stack: &mut Vec<NodeId>) {
+    if cond_live[cond.0] {
+        return;
+    }
+    cond_live[cond.0] = true;
+    let c = &graph.conds[cond.0];
+    stack.extend(c.then_effects.iter().copied());
+    stack.extend(c.else_effects.iter().copied());
+    if let Predicate::Tensor(p) = c.predicate {
+        stack.push(p);
+    }
 }
 
 fn region_live(graph: &Graph, r: Region, cond_live: &[bool]) -> bool {
