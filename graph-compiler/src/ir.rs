@@ -497,6 +497,14 @@ pub enum Region {
     Arm { cond: CondId, then_arm: bool },
 }
 
+impl Region {
+    /// The then and else arms of `cond`.
+    pub fn arms(cond: CondId) -> (Region, Region) {
+        let arm = |then_arm| Region::Arm { cond, then_arm };
+        (arm(true), arm(false))
+    }
+}
+
 /// One node of the graph.
 #[derive(Debug, Clone)]
 pub struct Node {

@@ -1513,14 +1513,7 @@ impl<'a> Emitter<'a> {
             Predicate::Tensor(p) => self.scalar_value(*p),
             Predicate::Host(t) => quote!((#t)),
         };
-        let then_r = Region::Arm {
-            cond: cid,
-            then_arm: true,
-        };
-        let else_r = Region::Arm {
-            cond: cid,
-            then_arm: false,
-        };
+        let (then_r, else_r) = Region::arms(cid);
         let moved_before = self.moved.clone();
         let store_before = self.store.clone();
         let (then_code, then_moved) = self.arm(then_r, &c.then_outputs, &c.results, g.id);

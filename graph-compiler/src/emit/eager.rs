@@ -181,14 +181,7 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
             })
             .collect()
     };
-    let then_r = Region::Arm {
-        cond: cid,
-        then_arm: true,
-    };
-    let else_r = Region::Arm {
-        cond: cid,
-        then_arm: false,
-    };
+    let (then_r, else_r) = Region::arms(cid);
     let then_body = region(graph, params, then_r);
     let else_body = region(graph, params, else_r);
     let then_vals = vals(&c.then_outputs, then_r);
