@@ -815,9 +815,9 @@ mod packed {
     }
 
     /// Implements [`PackElem`] for a float type: its two buffer pools, and dispatch to the
-    /// AVX2+FMA micro-kernel `$avx2` (`$nr` columns) or the portable tile.
+    /// AVX2+FMA micro-kernel `$avx2` or the portable tile.
     macro_rules! pack_elem {
-        ($t:ty, $nr:expr, $avx2:ty) => {
+        ($t:ty, $avx2:ty) => {
             impl PackElem for $t {
                 fn shared_pool() -> &'static Mutex<Vec<Vec<$t>>> {
                     static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
@@ -833,7 +833,7 @@ mod packed {
                 fn nr() -> usize {
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     if level() >= Level::Avx2Fma {
-                        return $nr;
+                        return <$avx2 as Kernel>::NR;
                     }
                     PNR
                 }
@@ -861,8 +861,8 @@ mod packed {
         };
     }
 
-    pack_elem!(f32, 16, avx2::F32x6x16);
-    pack_elem!(f64, 8, avx2::F64x6x8);
+    pack_elem!(f32, avx2::F32x6x16);
+    pack_elem!(f64, avx2::F64x6x8);
     /// `c[m, n] = a[m, k] * b[k, n]` (row-major, row strides `lda`, `ldb`, `ldc`); `k > 0`.
     ///
     /// # Safety
