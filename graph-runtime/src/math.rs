@@ -31,19 +31,6 @@ pub fn exp_f32(x: f32) -> f32 {
     let n_f = t - ROUND_MAGIC_F32;
     let n = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
     let r = x - n_f * LN2_HI_F32 - n_f * LN2_LO_F32;
-    let y = exp_reduced_f32(r);
-    // Scale by 2^n in two steps so that each factor is a normal float and the only rounding
-    // is the last multiplication (which also produces subnormals and infinities correctly).
-    let n1 = n >> 1;
-    let n2 = n.wrapping_sub(n1);
-    let s1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
-    let s2 = f32::from_bits((n2.wrapping_add(127) as u32) << 23);
-    y * s1 * s2
-}
-
-/// `e^r` for a reduced argument `|r| <= ln(2)/2`: Cephes' degree-7 polynomial.
-#[inline(always)]
-fn exp_reduced_f32(r: f32) -> f32 {
     let r2 = r * r;
     let p = 1.987_569_1e-4;
     let p = p * r + 1.398_199_9e-3;
@@ -51,7 +38,14 @@ fn exp_reduced_f32(r: f32) -> f32 {
     let p = p * r + 4.166_579_6e-2;
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 5.0e-1;
-    p * r2 + r + 1.0
+    let y = p * r2 + r + 1.0;
+    // Scale by 2^n in two steps so that each factor is a normal float and the only rounding
+    // is the last multiplication (which also produces subnormals and infinities correctly).
+    let n1 = n >> 1;
+    let n2 = n.wrapping_sub(n1);
+    let s1 = f32::from_bits((n1.wrapping_add(127) as u32) << 23);
+    let s2 = f32::from_bits((n2.wrapping_add(127) as u32) << 23);
+    y * s1 * s2
 }
 
 /// Natural logarithm for f32, branch-free; `log(0) = -inf`, `log(x < 0) = NaN`, `log(inf) = inf`.
