@@ -1,9 +1,12 @@
 //! The graphs the macro emits, exported for the real clients: `dot -Tsvg` renders them and TensorBoard's reader loads them.
+//!
+//! Both tests need the external tools and are ignored by a plain `cargo test`: run
+//! `.ci/install-tools`, then `cargo test --test export_compiled -- --ignored` (as `.ci/run` does).
 
 #[path = "common/external_tools.rs"]
 mod external_tools;
 
-use external_tools::{graphviz_available, tensorboard_available, venv_python};
+use external_tools::{require_graphviz, require_tensorboard, venv_python};
 
 #[path = "common/workloads.rs"]
 mod workloads;
@@ -14,10 +17,9 @@ use std::process::{Command, Stdio};
 use workloads::{convnet, mlp};
 
 #[test]
+#[ignore = "needs Graphviz's dot: run .ci/install-tools, then cargo test --test export_compiled -- --ignored"]
 fn dot_of_compiled_graphs_renders() {
-    if !graphviz_available() {
-        return;
-    }
+    require_graphviz();
     for dot in [convnet::graph().to_dot(), mlp::graph().to_dot()] {
         assert!(
             dot.contains("cluster_"),
@@ -56,11 +58,10 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 #[test]
+#[ignore = "needs the TensorBoard venv: run .ci/install-tools, then cargo test --test export_compiled -- --ignored"]
 fn tensorboard_reads_compiled_graphs() {
     let python = venv_python();
-    if !tensorboard_available() {
-        return;
-    }
+    require_tensorboard();
     let g = convnet::graph();
     let dir = temp_dir("w3");
     let path = g.write_tensorboard(&dir).expect("event file written");
