@@ -3,7 +3,7 @@
 //! `#[graph]` turns an annotated Rust function over tensors into a statically scheduled,
 //! fused computation while `cargo build` runs. Shapes and dtypes are checked at compile
 //! time; the emitted code calls the parallel kernels of `graph-runtime`.
-//! See `README.md` and `docs/LANGUAGE.md` for the language.
+//! See `README.md`, `docs/OPS.md` (the op reference) and `docs/LANGUAGE-NOTES.md` for the language.
 
 pub use graph_macro::graph;
 pub use graph_runtime::eager;

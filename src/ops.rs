@@ -1,4 +1,4 @@
-//! The op names of LANGUAGE.md outside `#[graph]`: the eager ops, and `SAME`/`VALID`.
+//! The op names of docs/OPS.md outside `#[graph]`: the eager ops, and `SAME`/`VALID`.
 //!
 //! Inside a `#[graph]` body the macro reads these names itself; outside one, the same names
 //! run eagerly (like TensorFlow 2 without `tf.function`).

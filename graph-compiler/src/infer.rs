@@ -1,4 +1,4 @@
-//! Phase 3, infer: the dtype and shape rules of every op, with the error messages of LANGUAGE.md §4.
+//! Phase 3, infer: the dtype and shape rules of every op, with the error messages the language promises (docs/OPS.md, docs/LANGUAGE-NOTES.md).
 //!
 //! Lowering calls these as it creates each node, so that weak literals, axes and cond
 //! arms are resolved with the operands' types at hand. Each rule returns the node's dtype

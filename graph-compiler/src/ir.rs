@@ -442,7 +442,7 @@ pub enum Op {
 }
 
 impl Op {
-    /// The op name as in LANGUAGE.md.
+    /// The op name as in docs/OPS.md.
     pub fn name(&self) -> String {
         match self {
             Op::Input { .. } => "input".into(),

@@ -10,6 +10,7 @@ mod fuse;
 mod infer;
 mod ir;
 mod lower;
+pub mod ops;
 mod passes;
 mod schedule;
 mod signature;

@@ -744,7 +744,7 @@ impl Lowerer<'_> {
                 self.diag.error(
                     other.span(),
                     format!(
-                        "{what} in a `#[graph]` body; supported are `let`, `let mut` and reassignment, blocks, tuples, the operators `+ - * /` and comparisons, the ops of LANGUAGE.md called as functions (`exp(x)`, `matmul(a, b)`), `if` and `for i in 0..N`"
+                        "{what} in a `#[graph]` body; supported are `let`, `let mut` and reassignment, blocks, tuples, the operators `+ - * /` and comparisons, the ops of grafo's docs/OPS.md called as functions (`exp(x)`, `matmul(a, b)`), `if` and `for i in 0..N`"
                     ),
                 );
                 Value::Tensor(self.poisoned(other.span()))
@@ -1332,7 +1332,7 @@ impl Lowerer<'_> {
                 (seg.ident.to_string(), tf)
             }
             other => {
-                self.diag.error(other.span(), "only the ops of LANGUAGE.md, called by their plain name, are supported (`exp(x)`, not a path)");
+                self.diag.error(other.span(), "only the ops of grafo's docs/OPS.md, called by their plain name, are supported (`exp(x)`, not a path)");
                 return Value::Tensor(self.poisoned(span));
             }
         };
@@ -1748,12 +1748,14 @@ impl Lowerer<'_> {
                 return Value::Unit;
             }
             other => {
-                self.diag.error(
-                    c.func.span(),
+                let msg = if crate::ops::lookup(other).is_some() {
                     format!(
-                        "unknown op `{other}` in a `#[graph]` body; the ops are: constant zeros ones fill, abs exp log sqrt rsqrt square tanh sigmoid relu sin cos neg pow maximum minimum select cast, reduce_sum reduce_mean reduce_max reduce_min norm, matmul transpose reshape, conv2d bias_add softmax log_softmax, assert_non_negative assert_greater assert_less assert_all_finite"
-                    ),
-                );
+                        "internal: `{other}` is in the op table but lowering does not handle it"
+                    )
+                } else {
+                    crate::ops::unknown_op_message(other)
+                };
+                self.diag.error(c.func.span(), msg);
                 self.poisoned(span)
             }
         };

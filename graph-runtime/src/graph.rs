@@ -48,7 +48,7 @@ pub struct NodeDef {
     pub id: usize,
     /// A readable name: the `let` binding it came from when there is one, else `op_id`.
     pub name: String,
-    /// The op, as named in LANGUAGE.md (`matmul`, `add`, `input`, `constant`, `cond`...).
+    /// The op, as named in docs/OPS.md (`matmul`, `add`, `input`, `constant`, `cond`...).
     pub op: String,
     /// The nodes this one reads.
     pub inputs: Vec<usize>,

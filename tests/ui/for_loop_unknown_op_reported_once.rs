@@ -4,7 +4,7 @@ use grafo::prelude::*;
 fn f(x: Tensor<f32, N>) -> Tensor<f32, N> {
     let mut y = x;
     for _i in 0..3 {
-        y = gelu(y);
+        y = frobnicate(y);
     }
     y
 }

@@ -2,7 +2,7 @@ use grafo::prelude::*;
 
 #[graph]
 fn f(x: Tensor<f32, N>) -> Tensor<f32, N> {
-    gelu(x)
+    sigmod(x)
 }
 
 fn main() {}

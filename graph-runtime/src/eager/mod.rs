@@ -1,4 +1,4 @@
-//! The eager API: every op of LANGUAGE.md run at once over ndarray arrays and views, each allocating its result.
+//! The eager API: every op of docs/OPS.md run at once over ndarray arrays and views, each allocating its result.
 //!
 //! This is `NAME::eager` and the baseline of every benchmark. Each op checks its operands'
 //! shapes at run time and returns [`Error`](crate::Error) naming the op, both shapes and

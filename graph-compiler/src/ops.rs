@@ -1,0 +1,516 @@
+//! The op table: one row per op of the `#[graph]` language (name, signature, dtypes, shape rule, doc line, TensorFlow equivalent, example), from which the unknown-op message and `docs/OPS.md` are derived.
+
+use std::fmt::Write as _;
+
+/// The family an op belongs to; `docs/OPS.md` has one section per family, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    Create,
+    Elementwise,
+    Reduce,
+    Linalg,
+    Nn,
+    Selection,
+    Check,
+}
+
+impl Family {
+    pub const ALL: [Family; 7] = [
+        Family::Create,
+        Family::Elementwise,
+        Family::Reduce,
+        Family::Linalg,
+        Family::Nn,
+        Family::Selection,
+        Family::Check,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Family::Create => "Creation",
+            Family::Elementwise => "Elementwise",
+            Family::Reduce => "Reductions",
+            Family::Linalg => "Linear algebra and shapes",
+            Family::Nn => "Neural networks",
+            Family::Selection => "Selection and assembly",
+            Family::Check => "Checks",
+        }
+    }
+}
+
+/// One op of the language.
+#[derive(Debug, Clone, Copy)]
+pub struct OpRow {
+    /// The name the body calls it by.
+    pub name: &'static str,
+    pub family: Family,
+    /// How it is called, with the optional arguments in brackets.
+    pub signature: &'static str,
+    /// The element types it accepts.
+    pub dtypes: &'static str,
+    /// Its shape rule.
+    pub shape: &'static str,
+    /// One line saying what it computes.
+    pub doc: &'static str,
+    /// The TensorFlow op it follows.
+    pub tf: &'static str,
+    /// A line of a `#[graph]` body using it.
+    pub example: &'static str,
+}
+
+const NUMBER: &str = "f32 f64 i32 i64";
+const FLOAT: &str = "f32 f64";
+const ANY: &str = "f32 f64 i32 i64 bool";
+const SAME_SHAPE: &str = "same as `x`";
+const BROADCAST: &str = "NumPy broadcast of the operands";
+
+macro_rules! unary {
+    ($name:literal, $dtypes:expr, $doc:literal, $tf:literal) => {
+        OpRow {
+            name: $name,
+            family: Family::Elementwise,
+            signature: concat!($name, "(x)"),
+            dtypes: $dtypes,
+            shape: SAME_SHAPE,
+            doc: $doc,
+            tf: $tf,
+            example: concat!("let y = ", $name, "(x);"),
+        }
+    };
+}
+
+/// Every op of the language, grouped by family.
+pub const OPS: &[OpRow] = &[
+    // Creation.
+    OpRow {
+        name: "constant",
+        family: Family::Create,
+        signature: "constant(v) / constant::<T>(v)",
+        dtypes: ANY,
+        shape: "[] (a scalar)",
+        doc: "A scalar constant: a literal, i32 or f32 unless suffixed or turbofished.",
+        tf: "tf.constant",
+        example: "let c = constant(2.0);",
+    },
+    OpRow {
+        name: "zeros",
+        family: Family::Create,
+        signature: "zeros([dims]) / zeros::<T>([dims])",
+        dtypes: ANY,
+        shape: "the listed dims (literals or symbols)",
+        doc: "A tensor of zeros, f32 unless turbofished.",
+        tf: "tf.zeros",
+        example: "let z = zeros([B, 10]);",
+    },
+    OpRow {
+        name: "ones",
+        family: Family::Create,
+        signature: "ones([dims]) / ones::<T>([dims])",
+        dtypes: ANY,
+        shape: "the listed dims (literals or symbols)",
+        doc: "A tensor of ones, f32 unless turbofished.",
+        tf: "tf.ones",
+        example: "let o = ones::<i32>([3]);",
+    },
+    OpRow {
+        name: "fill",
+        family: Family::Create,
+        signature: "fill([dims], v)",
+        dtypes: ANY,
+        shape: "the listed dims (literals or symbols)",
+        doc: "A tensor filled with the scalar `v`, of `v`'s dtype.",
+        tf: "tf.fill",
+        example: "let f = fill([4, 4], 0.5);",
+    },
+    // Elementwise.
+    unary!(
+        "abs",
+        NUMBER,
+        "Absolute value (wraps for the integer minimum).",
+        "tf.math.abs"
+    ),
+    unary!("exp", FLOAT, "e to the power x.", "tf.math.exp"),
+    unary!(
+        "log",
+        FLOAT,
+        "Natural logarithm (NaN below 0, -inf at 0).",
+        "tf.math.log"
+    ),
+    unary!("sqrt", FLOAT, "Square root.", "tf.math.sqrt"),
+    unary!("rsqrt", FLOAT, "1 / sqrt(x).", "tf.math.rsqrt"),
+    unary!("square", NUMBER, "x * x.", "tf.math.square"),
+    unary!("tanh", FLOAT, "Hyperbolic tangent.", "tf.math.tanh"),
+    unary!("sigmoid", FLOAT, "1 / (1 + exp(-x)).", "tf.math.sigmoid"),
+    unary!("relu", NUMBER, "max(x, 0); NaN stays NaN.", "tf.nn.relu"),
+    unary!("sin", FLOAT, "Sine.", "tf.math.sin"),
+    unary!("cos", FLOAT, "Cosine.", "tf.math.cos"),
+    unary!(
+        "neg",
+        NUMBER,
+        "-x (also the unary `-` operator).",
+        "tf.math.negative"
+    ),
+    OpRow {
+        name: "pow",
+        family: Family::Elementwise,
+        signature: "pow(a, b)",
+        dtypes: NUMBER,
+        shape: BROADCAST,
+        doc: "a to the power b.",
+        tf: "tf.math.pow",
+        example: "let y = pow(x, 3.0);",
+    },
+    OpRow {
+        name: "maximum",
+        family: Family::Elementwise,
+        signature: "maximum(a, b)",
+        dtypes: NUMBER,
+        shape: BROADCAST,
+        doc: "The larger of a and b; NaN propagates.",
+        tf: "tf.math.maximum",
+        example: "let y = maximum(x, 0.0);",
+    },
+    OpRow {
+        name: "minimum",
+        family: Family::Elementwise,
+        signature: "minimum(a, b)",
+        dtypes: NUMBER,
+        shape: BROADCAST,
+        doc: "The smaller of a and b; NaN propagates.",
+        tf: "tf.math.minimum",
+        example: "let y = minimum(x, 6.0);",
+    },
+    OpRow {
+        name: "select",
+        family: Family::Elementwise,
+        signature: "select(cond, a, b)",
+        dtypes: "cond bool; a, b any one dtype",
+        shape: "NumPy broadcast of the three operands",
+        doc: "a where cond is true, b elsewhere.",
+        tf: "tf.where",
+        example: "let y = select(x > 0.0, x, 0.1 * x);",
+    },
+    OpRow {
+        name: "cast",
+        family: Family::Elementwise,
+        signature: "cast::<T>(x)",
+        dtypes: ANY,
+        shape: SAME_SHAPE,
+        doc: "x converted to T (Rust `as` semantics: floats to integers saturate, NaN gives 0).",
+        tf: "tf.cast",
+        example: "let y = cast::<f32>(n);",
+    },
+    // Reductions.
+    OpRow {
+        name: "reduce_sum",
+        family: Family::Reduce,
+        signature: "reduce_sum(x [, axis or [axes] [, keep_dims]])",
+        dtypes: NUMBER,
+        shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
+        doc: "Sum over the axes (negative axes count from the end).",
+        tf: "tf.math.reduce_sum",
+        example: "let s = reduce_sum(x, -1, true);",
+    },
+    OpRow {
+        name: "reduce_mean",
+        family: Family::Reduce,
+        signature: "reduce_mean(x [, axis or [axes] [, keep_dims]])",
+        dtypes: NUMBER,
+        shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
+        doc: "Mean over the axes.",
+        tf: "tf.math.reduce_mean",
+        example: "let m = reduce_mean(x, [0, 1]);",
+    },
+    OpRow {
+        name: "reduce_max",
+        family: Family::Reduce,
+        signature: "reduce_max(x [, axis or [axes] [, keep_dims]])",
+        dtypes: NUMBER,
+        shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
+        doc: "Maximum over the axes; NaN propagates.",
+        tf: "tf.math.reduce_max",
+        example: "let m = reduce_max(x, 1);",
+    },
+    OpRow {
+        name: "reduce_min",
+        family: Family::Reduce,
+        signature: "reduce_min(x [, axis or [axes] [, keep_dims]])",
+        dtypes: NUMBER,
+        shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
+        doc: "Minimum over the axes; NaN propagates.",
+        tf: "tf.math.reduce_min",
+        example: "let m = reduce_min(x);",
+    },
+    OpRow {
+        name: "norm",
+        family: Family::Reduce,
+        signature: "norm(x)",
+        dtypes: FLOAT,
+        shape: "[] (a scalar)",
+        doc: "The L2 norm over all elements.",
+        tf: "tf.norm",
+        example: "if norm(y) < limit { y = 0.5 * y; }",
+    },
+    // Linear algebra and shapes.
+    OpRow {
+        name: "matmul",
+        family: Family::Linalg,
+        signature: "matmul(a, b)",
+        dtypes: NUMBER,
+        shape: "[.., M, K] x [.., K, N] -> [.., M, N]",
+        doc: "Matrix product (2-D, and batched).",
+        tf: "tf.linalg.matmul",
+        example: "let y = matmul(x, w) + b;",
+    },
+    OpRow {
+        name: "transpose",
+        family: Family::Linalg,
+        signature: "transpose(x [, [perm]])",
+        dtypes: ANY,
+        shape: "x's dims permuted (reversed by default)",
+        doc: "Permutes the axes.",
+        tf: "tf.transpose",
+        example: "let t = transpose(x, [0, 2, 1]);",
+    },
+    OpRow {
+        name: "reshape",
+        family: Family::Linalg,
+        signature: "reshape(x, [dims])",
+        dtypes: ANY,
+        shape: "the listed dims (literals, symbols, one -1); the element count must match",
+        doc: "The same elements in row-major order under a new shape.",
+        tf: "tf.reshape",
+        example: "let flat = reshape(x, [B, -1]);",
+    },
+    // Neural networks.
+    OpRow {
+        name: "conv2d",
+        family: Family::Nn,
+        signature: "conv2d(x, k, stride, SAME or VALID)",
+        dtypes: NUMBER,
+        shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, F] (HWIO) -> [N, H', W', F]",
+        doc: "2-D convolution with TensorFlow's padding rule.",
+        tf: "tf.nn.conv2d",
+        example: "let y = relu(conv2d(x, k, 1, SAME) + b);",
+    },
+    OpRow {
+        name: "bias_add",
+        family: Family::Nn,
+        signature: "bias_add(x, b)",
+        dtypes: NUMBER,
+        shape: "x [.., C], b [C] -> x's shape",
+        doc: "Adds a bias along the last axis.",
+        tf: "tf.nn.bias_add",
+        example: "let y = bias_add(matmul(x, w), b);",
+    },
+    OpRow {
+        name: "softmax",
+        family: Family::Nn,
+        signature: "softmax(x, axis)",
+        dtypes: FLOAT,
+        shape: SAME_SHAPE,
+        doc: "exp(x) / sum(exp(x)) along the axis, computed stably.",
+        tf: "tf.nn.softmax",
+        example: "let p = softmax(logits, -1);",
+    },
+    OpRow {
+        name: "log_softmax",
+        family: Family::Nn,
+        signature: "log_softmax(x, axis)",
+        dtypes: FLOAT,
+        shape: SAME_SHAPE,
+        doc: "log(softmax(x)) along the axis, computed stably.",
+        tf: "tf.nn.log_softmax",
+        example: "let lp = log_softmax(logits, -1);",
+    },
+    // Checks.
+    OpRow {
+        name: "assert_non_negative",
+        family: Family::Check,
+        signature: "assert_non_negative(x, \"msg\")",
+        dtypes: NUMBER,
+        shape: "a statement: no value",
+        doc: "Fails the call with `Error::Assertion` unless every element is >= 0.",
+        tf: "tf.debugging.assert_non_negative",
+        example: "assert_non_negative(x, \"x must be >= 0\");",
+    },
+    OpRow {
+        name: "assert_greater",
+        family: Family::Check,
+        signature: "assert_greater(x, y, \"msg\")",
+        dtypes: NUMBER,
+        shape: "a statement: no value; x and y broadcast",
+        doc: "Fails the call unless x > y everywhere.",
+        tf: "tf.debugging.assert_greater",
+        example: "assert_greater(x, 0.0, \"x must be positive\");",
+    },
+    OpRow {
+        name: "assert_less",
+        family: Family::Check,
+        signature: "assert_less(x, y, \"msg\")",
+        dtypes: NUMBER,
+        shape: "a statement: no value; x and y broadcast",
+        doc: "Fails the call unless x < y everywhere.",
+        tf: "tf.debugging.assert_less",
+        example: "assert_less(x, 1.0, \"x must be below 1\");",
+    },
+    OpRow {
+        name: "assert_all_finite",
+        family: Family::Check,
+        signature: "assert_all_finite(x, \"msg\")",
+        dtypes: FLOAT,
+        shape: "a statement: no value",
+        doc: "Fails the call if any element is NaN or infinite.",
+        tf: "tf.debugging.assert_all_finite",
+        example: "assert_all_finite(y, \"y overflowed\");",
+    },
+];
+
+/// The row of the op called `name`.
+pub fn lookup(name: &str) -> Option<&'static OpRow> {
+    OPS.iter().find(|row| row.name == name)
+}
+
+/// The op name nearest to `name` (edit distance at most a third of its length, at least 1),
+/// for the unknown-op message's "did you mean".
+pub fn nearest(name: &str) -> Option<&'static str> {
+    let limit = (name.chars().count() / 3).max(1);
+    OPS.iter()
+        .map(|row| (edit_distance(name, row.name), row.name))
+        .filter(|(d, _)| *d <= limit)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// The Levenshtein distance between two names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// The message for a call of an op the table does not have.
+pub fn unknown_op_message(name: &str) -> String {
+    let mut msg = format!("unknown op `{name}` in a `#[graph]` body");
+    if let Some(near) = nearest(name) {
+        let _ = write!(msg, "; did you mean `{near}`?");
+    }
+    msg.push_str(" (the ops are listed in grafo's docs/OPS.md)");
+    msg
+}
+
+/// `docs/OPS.md`, the op reference, rendered from [`OPS`].
+pub fn ops_markdown() -> String {
+    let mut md = String::new();
+    md.push_str("# grafo op reference\n\n");
+    md.push_str(
+        "Generated from the op table in `graph-compiler/src/ops.rs` (do not edit by hand: run\n\
+         `GRAFO_BLESS_OPS=1 cargo test -p graph-compiler ops_md`). Every op is called by its\n\
+         plain name inside a `#[graph]` body; operands broadcast as in NumPy; a weak literal\n\
+         (`0.5`, `2`) takes the dtype of the other operand. `docs/LANGUAGE-NOTES.md` says what\n\
+         grafo chose where TensorFlow's behaviour needed a decision.\n\n",
+    );
+    md.push_str("## Operators\n\n");
+    md.push_str("| operator | meaning | dtypes | TensorFlow |\n|---|---|---|---|\n");
+    for (op, meaning, dtypes, tf) in OPERATORS {
+        let _ = writeln!(md, "| `{op}` | {meaning} | {dtypes} | `{tf}` |");
+    }
+    md.push('\n');
+    for family in Family::ALL {
+        let rows: Vec<&OpRow> = OPS.iter().filter(|r| r.family == family).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "## {}\n", family.title());
+        md.push_str("| op | signature | dtypes | shape | TensorFlow |\n|---|---|---|---|---|\n");
+        for r in &rows {
+            let _ = writeln!(
+                md,
+                "| [`{}`](#{}) | `{}` | {} | {} | `{}` |",
+                r.name, r.name, r.signature, r.dtypes, r.shape, r.tf
+            );
+        }
+        md.push('\n');
+        for r in &rows {
+            let _ = writeln!(
+                md,
+                "### {}\n\n{}\n\n```rust\n{}\n```\n",
+                r.name, r.doc, r.example
+            );
+        }
+    }
+    md
+}
+
+/// The Rust operators a body may use on tensors: the operator, its meaning, dtypes, TensorFlow op.
+const OPERATORS: &[(&str, &str, &str, &str)] = &[
+    ("a + b", "elementwise sum", NUMBER, "tf.math.add"),
+    (
+        "a - b",
+        "elementwise difference",
+        NUMBER,
+        "tf.math.subtract",
+    ),
+    ("a * b", "elementwise product", NUMBER, "tf.math.multiply"),
+    (
+        "a / b",
+        "elementwise quotient (integers divide as Rust does)",
+        NUMBER,
+        "tf.math.divide / tf.math.truncatediv",
+    ),
+    ("-a", "negation", NUMBER, "tf.math.negative"),
+    (
+        "a < b, a <= b, a > b, a >= b, a == b, a != b",
+        "comparison, a bool tensor",
+        ANY,
+        "tf.math.less ...",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        for (i, a) in OPS.iter().enumerate() {
+            assert!(
+                OPS[i + 1..].iter().all(|b| b.name != a.name),
+                "{} twice",
+                a.name
+            );
+        }
+    }
+
+    #[test]
+    fn nearest_names() {
+        assert_eq!(nearest("reduce_summ"), Some("reduce_sum"));
+        assert_eq!(nearest("sofmax"), Some("softmax"));
+        assert_eq!(nearest("matmull"), Some("matmul"));
+        assert_eq!(nearest("frobnicate"), None);
+    }
+
+    /// `docs/OPS.md` is the rendering of the table; `GRAFO_BLESS_OPS=1` rewrites it.
+    #[test]
+    fn ops_md_is_current() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/OPS.md");
+        let rendered = ops_markdown();
+        if std::env::var_os("GRAFO_BLESS_OPS").is_some() {
+            std::fs::write(&path, &rendered).expect("write docs/OPS.md");
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == rendered,
+            "docs/OPS.md is not the rendering of the op table: run `GRAFO_BLESS_OPS=1 cargo test -p graph-compiler ops_md`"
+        );
+    }
+}
