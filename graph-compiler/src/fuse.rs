@@ -245,7 +245,38 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     let mut groups: Vec<Group> = Vec::new();
     let mut group_of = vec![None; n];
     let mut cond_seen = vec![false; graph.conds.len()];
+    // A live cond without results (it only checks) has no `CondOut` node to start its group.
+    let mut checks_only: Vec<(usize, CondId)> = (0..graph.conds.len())
+        .map(CondId)
+        .filter(|&c| {
+            let cond = &graph.conds[c.0];
+            !cond.removed
+                && cond.results.is_empty()
+                && graph.cond_checks(c)
+                && region_alive(graph, cond.region)
+        })
+        .map(|c| (graph.cond_position(c), c))
+        .collect();
+    checks_only.sort();
+    let mut checks_only = checks_only.into_iter().peekable();
+    let checks_group = |groups: &mut Vec<Group>, at: usize, c: CondId| {
+        let cond = &graph.conds[c.0];
+        groups.push(Group {
+            id: groups.len(),
+            kind: GroupKind::Cond,
+            // The arms' last node (a check, or the cond nested around one) stands for the cond.
+            root: NodeId(at - 1),
+            nodes: vec![],
+            anchor: None,
+            producer: None,
+            region: cond.region,
+            cond: Some(c),
+        });
+    };
     for i in 0..n {
+        while let Some((at, c)) = checks_only.next_if(|&(at, _)| at <= i) {
+            checks_group(&mut groups, at, c);
+        }
         let node = &graph.nodes[i];
         if !live[i] || !materialised[i] || absorbed[i] || node.poisoned {
             continue;
@@ -338,6 +369,9 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             }
         }
         groups.push(group);
+    }
+    for (at, c) in checks_only {
+        checks_group(&mut groups, at, c);
     }
     Plan {
         live,

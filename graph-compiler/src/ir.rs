@@ -606,6 +606,42 @@ impl Graph {
         NodeId(self.nodes.len() - 1)
     }
 
+    /// Whether region `r` is an arm of `cond` or lies inside one (arms nest).
+    pub fn within_cond(&self, mut r: Region, cond: CondId) -> bool {
+        loop {
+            match r {
+                Region::Main => return false,
+                Region::Arm { cond: c, .. } if c == cond => return true,
+                Region::Arm { cond: c, .. } => r = self.conds[c.0].region,
+            }
+        }
+    }
+
+    /// Whether an arm of `cond`, or of a cond nested in it, runs a check (an `assert_*`):
+    /// such a cond must run even when none of its results is used.
+    pub fn cond_checks(&self, cond: CondId) -> bool {
+        self.conds.iter().enumerate().any(|(i, c)| {
+            !c.removed
+                && !(c.then_effects.is_empty() && c.else_effects.is_empty())
+                && (i == cond.0 || self.within_cond(c.region, cond))
+        })
+    }
+
+    /// Where a cond runs in program order: at its first result or, for a cond without results
+    /// (one that only checks, `if c { assert_non_negative(x); }`), right after its arms' last node.
+    pub fn cond_position(&self, cond: CondId) -> usize {
+        if let Some(first) = self.conds[cond.0].results.first() {
+            return first.0;
+        }
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| self.within_cond(n.region, cond))
+            .map(|(i, _)| i + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The scalar value of a constant node.
     pub fn const_value(&self, id: NodeId) -> Option<Scalar> {
         match self.node(id).op {

@@ -346,11 +346,15 @@ fn aliases_end(graph: &Graph, plan: &Plan, last_use: &[Option<usize>], v: NodeId
     end
 }
 
-/// Arm outputs are moved into the cond's result rather than freed.
+/// Arm outputs are moved (or copied) into the cond's result rather than freed; so is the
+/// buffer under a reshape view that is an arm output (`c = reshape(matmul(..), [N])`).
 fn is_arm_output(graph: &Graph, v: NodeId) -> bool {
     graph
         .conds
         .iter()
         .filter(|c| !c.removed)
         .any(|c| c.then_outputs.contains(&v) || c.else_outputs.contains(&v))
+        || graph.nodes.iter().enumerate().any(|(i, n)| {
+            n.op == Op::Reshape && n.inputs[0] == v && is_arm_output(graph, NodeId(i))
+        })
 }

@@ -60,7 +60,11 @@ pub fn body(
         .conds
         .iter()
         .enumerate()
-        .filter(|(_, c)| !c.removed && c.results.iter().any(|r| plan.live[r.0]))
+        .filter(|&(i, c)| {
+            !c.removed
+                && (c.results.iter().any(|r| plan.live[r.0])
+                    || plan.groups.iter().any(|g| g.cond == Some(CondId(i))))
+        })
         .map(|(i, _)| i)
         .collect();
     let cond_index: Vec<Option<usize>> = (0..graph.conds.len())

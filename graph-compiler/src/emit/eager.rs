@@ -34,7 +34,21 @@ pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
 fn region(graph: &Graph, params: &[Param], r: Region) -> TokenStream {
     let mut out = TokenStream::new();
     let mut done_conds = Vec::new();
+    // Conds without results (they only check) have no `CondOut` node to start them.
+    let mut checks_only: Vec<(usize, CondId)> = (0..graph.conds.len())
+        .map(CondId)
+        .filter(|&c| {
+            let cond = &graph.conds[c.0];
+            cond.region == r && cond.results.is_empty() && graph.cond_checks(c)
+        })
+        .map(|c| (graph.cond_position(c), c))
+        .collect();
+    checks_only.sort();
+    let mut checks_only = checks_only.into_iter().peekable();
     for (i, n) in graph.nodes.iter().enumerate() {
+        while let Some((_, c)) = checks_only.next_if(|&(at, _)| at <= i) {
+            out.extend(cond_code(graph, params, c));
+        }
         if n.region != r || n.poisoned {
             continue;
         }
@@ -47,6 +61,9 @@ fn region(graph: &Graph, params: &[Param], r: Region) -> TokenStream {
             continue;
         }
         out.extend(node_code(graph, params, id));
+    }
+    for (_, c) in checks_only {
+        out.extend(cond_code(graph, params, c));
     }
     out
 }
