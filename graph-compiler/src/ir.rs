@@ -621,9 +621,8 @@ impl Graph {
     /// such a cond must run even when none of its results is used.
     pub fn cond_checks(&self, cond: CondId) -> bool {
         self.conds.iter().enumerate().any(|(i, c)| {
-            !c.removed
-                && !(c.then_effects.is_empty() && c.else_effects.is_empty())
-                && (i == cond.0 || self.within_cond(c.region, cond))
+            let checks = !c.then_effects.is_empty() || !c.else_effects.is_empty();
+            !c.removed && checks && (i == cond.0 || self.within_cond(c.region, cond))
         })
     }
 

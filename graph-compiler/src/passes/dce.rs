@@ -12,12 +12,12 @@ pub fn run(graph: &mut Graph) {
     let checks: Vec<bool> = (0..graph.conds.len())
         .map(|c| graph.cond_checks(CondId(c)))
         .collect();
-    for ci in 0..graph.conds.len() {
+    for (ci, &checks) in checks.iter().enumerate() {
         let c = &graph.conds[ci];
         if c.removed {
             continue;
         }
-        if !c.results.iter().any(|r| live[r.0]) && !checks[ci] {
+        if !c.results.iter().any(|r| live[r.0]) && !checks {
             graph.conds[ci].removed = true;
             continue;
         }
