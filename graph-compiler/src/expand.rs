@@ -64,7 +64,8 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             Param::Host(_) => quote!(),
         })
         .collect();
-    let checks = emit::entry_checks(&sig.params);
+    let mut checks = emit::entry_checks(&sig.params);
+    checks.extend(emit::product_dims([&graph, &eager_graph]));
     // A graph whose every value is small and static runs on the caller's thread in a
     // Session: handing it to the pool would cost more than the work (W5: scalars).
     let small = graph
@@ -77,7 +78,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 .iter()
                 .try_fold(1u64, |acc, d| match d {
                     crate::ir::Dim::Const(k) => Some(acc.saturating_mul(*k)),
-                    crate::ir::Dim::Sym(_) => None,
+                    crate::ir::Dim::Sym(_) | crate::ir::Dim::Prod(_) => None,
                 })
                 .is_some_and(|elems| elems <= SMALL_GRAPH_ELEMENTS)
         });

@@ -284,12 +284,10 @@ pub fn bias_add(x: (DType, &[Dim]), b: (DType, &[Dim])) -> Inferred {
     Ok((dt, x.1.to_vec()))
 }
 
-/// `reshape(x, dims)`: element counts must be provably equal; one `-1` is inferred.
+/// `reshape(x, dims)`: element counts must be provably equal; one `-1` is inferred as the
+/// input's count divided by the other dims' (`B*4*64*64` over `[B, -1, 64]` is `256`),
+/// which must divide exactly.
 pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
-    let from = Monomial::of(x);
-    let unknown: Vec<usize> = (0..target.len()).filter(|&i| target[i].is_none()).collect();
-    let known: Vec<Dim> = target.iter().flatten().cloned().collect();
-    let to = Monomial::of(&known);
     let shown = || {
         let parts: Vec<String> = target
             .iter()
@@ -297,6 +295,13 @@ pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
             .collect();
         format!("[{}]", parts.join(", "))
     };
+    let overflow = |what: &str, shape: String| {
+        format!("`reshape` {what} {shape} has more elements than fit in 64 bits")
+    };
+    let from = Monomial::checked_of(x).ok_or_else(|| overflow("input", shape_str(x)))?;
+    let unknown: Vec<usize> = (0..target.len()).filter(|&i| target[i].is_none()).collect();
+    let known: Vec<Dim> = target.iter().flatten().cloned().collect();
+    let to = Monomial::checked_of(&known).ok_or_else(|| overflow("target", shown()))?;
     match unknown.len() {
         0 => {
             if from != to {
@@ -309,36 +314,14 @@ pub fn reshape(x: &[Dim], target: &[Option<Dim>]) -> Result<Shape, String> {
             Ok(known)
         }
         1 => {
-            let mut rest = from.syms.clone();
-            for s in &to.syms {
-                match rest.iter().position(|r| r == s) {
-                    Some(p) => {
-                        rest.remove(p);
-                    }
-                    None => {
-                        return Err(format!(
-                            "`reshape` cannot infer -1: input is {}, target is {}",
-                            shape_str(x),
-                            shown()
-                        ))
-                    }
-                }
-            }
-            if to.coef == 0
-                || !from.coef.is_multiple_of(to.coef)
-                || rest.len() > 1
-                || (rest.len() == 1 && from.coef / to.coef != 1)
-            {
+            let Some(rest) = from.divide(&to) else {
                 return Err(format!(
-                    "`reshape` cannot infer -1: input is {} ({from} elements), target is {}",
+                    "`reshape` cannot infer -1: input is {} ({from} elements), target is {} ({to} elements without the -1), and {to} does not divide {from}",
                     shape_str(x),
                     shown()
                 ));
-            }
-            let dim = match rest.pop() {
-                Some(s) => Dim::Sym(s),
-                None => Dim::Const(from.coef / to.coef),
             };
+            let dim = Dim::from_monomial(rest);
             Ok(target
                 .iter()
                 .map(|d| d.clone().unwrap_or_else(|| dim.clone()))

@@ -125,11 +125,52 @@ impl fmt::Display for DType {
     }
 }
 
-/// One dimension: a known size or a named symbol bound at the call.
+/// One dimension: a known size, a named symbol bound at the call, or a product of symbols
+/// and a constant (`B*4`, from `reshape(x, [B * 4, 64])`).
+///
+/// Dims are kept normalised (see [`Dim::from_monomial`]): a product always has a
+/// coefficient other than 1 or at least two symbols, and its symbols are sorted, so two
+/// dims are the same size exactly when they are equal.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dim {
     Const(u64),
     Sym(String),
+    Prod(Monomial),
+}
+
+impl Dim {
+    /// The normalised dim of a monomial: a constant, one symbol, or a product.
+    pub fn from_monomial(m: Monomial) -> Dim {
+        if m.coef == 0 || m.syms.is_empty() {
+            Dim::Const(m.coef)
+        } else if m.coef == 1 && m.syms.len() == 1 {
+            Dim::Sym(m.syms[0].clone())
+        } else {
+            Dim::Prod(m)
+        }
+    }
+
+    /// This dim as a monomial (`B` is `1*B`, `4` is `4`).
+    pub fn monomial(&self) -> Monomial {
+        match self {
+            Dim::Const(n) => Monomial {
+                coef: *n,
+                syms: vec![],
+            },
+            Dim::Sym(s) => Monomial {
+                coef: 1,
+                syms: vec![s.clone()],
+            },
+            Dim::Prod(m) => m.clone(),
+        }
+    }
+
+    /// The product of two dims, normalised; `None` if the constant part overflows `u64`.
+    pub fn times(&self, other: &Dim) -> Option<Dim> {
+        self.monomial()
+            .times(&other.monomial())
+            .map(Dim::from_monomial)
+    }
 }
 
 impl fmt::Display for Dim {
@@ -137,6 +178,7 @@ impl fmt::Display for Dim {
         match self {
             Dim::Const(n) => write!(f, "{n}"),
             Dim::Sym(s) => f.write_str(s),
+            Dim::Prod(m) => write!(f, "{m}"),
         }
     }
 }
@@ -155,36 +197,72 @@ pub fn type_str(dtype: DType, shape: &[Dim]) -> String {
     format!("{}{}", dtype, shape_str(shape))
 }
 
-/// An element count as `coefficient * product of symbols` (symbols sorted), so that
-/// `[B, 28, 28]` and `[B, 784]` are provably the same size.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A size as `product of symbols * coefficient` (symbols sorted, repeats kept), so that
+/// `[B, 28, 28]` and `[B, 784]` are provably the same size; prints as `B*784`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Monomial {
     pub coef: u64,
     pub syms: Vec<String>,
 }
 
 impl Monomial {
+    /// The element count of a shape; the coefficient saturates at `u64::MAX` on overflow
+    /// (use [`Monomial::checked_of`] where an overflow must be reported).
     pub fn of(shape: &[Dim]) -> Monomial {
-        let mut coef = 1u64;
-        let mut syms = Vec::new();
-        for d in shape {
-            match d {
-                Dim::Const(n) => coef = coef.saturating_mul(*n),
-                Dim::Sym(s) => syms.push(s.clone()),
+        Monomial::checked_of(shape).unwrap_or_else(|| {
+            let mut syms: Vec<String> = shape.iter().flat_map(|d| d.monomial().syms).collect();
+            syms.sort();
+            Monomial {
+                coef: u64::MAX,
+                syms,
             }
-        }
+        })
+    }
+
+    /// The element count of a shape, or `None` if its constant part overflows `u64`.
+    pub fn checked_of(shape: &[Dim]) -> Option<Monomial> {
+        let one = Monomial {
+            coef: 1,
+            syms: vec![],
+        };
+        shape
+            .iter()
+            .try_fold(one, |acc, d| acc.times(&d.monomial()))
+    }
+
+    /// The product of two monomials; `None` if the coefficient overflows `u64`.
+    pub fn times(&self, other: &Monomial) -> Option<Monomial> {
+        let coef = self.coef.checked_mul(other.coef)?;
+        let mut syms = self.syms.clone();
+        syms.extend(other.syms.iter().cloned());
         syms.sort();
-        Monomial { coef, syms }
+        Some(Monomial { coef, syms })
+    }
+
+    /// `self / other` when it divides exactly (the coefficient divides and every symbol of
+    /// `other` occurs in `self` as often), else `None`.
+    pub fn divide(&self, other: &Monomial) -> Option<Monomial> {
+        if other.coef == 0 || !self.coef.is_multiple_of(other.coef) {
+            return None;
+        }
+        let mut rest = self.syms.clone();
+        for s in &other.syms {
+            let p = rest.iter().position(|r| r == s)?;
+            rest.remove(p);
+        }
+        Some(Monomial {
+            coef: self.coef / other.coef,
+            syms: rest,
+        })
     }
 }
 
 impl fmt::Display for Monomial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts: Vec<String> = Vec::new();
+        let mut parts: Vec<String> = self.syms.clone();
         if self.coef != 1 || self.syms.is_empty() {
             parts.push(self.coef.to_string());
         }
-        parts.extend(self.syms.iter().cloned());
         f.write_str(&parts.join("*"))
     }
 }

@@ -1811,25 +1811,71 @@ impl Lowerer<'_> {
                 }
                 continue;
             }
-            match el {
-                Expr::Path(p)
-                    if p.path
-                        .get_ident()
-                        .is_some_and(|i| self.symbols.contains(&i.to_string())) =>
-                {
-                    out.push(Some(Dim::Sym(p.path.get_ident()?.to_string())));
-                }
-                other => {
-                    let found = other.to_token_stream().to_string();
-                    self.diag.error(
-                        other.span(),
-                        format!("a dim is an integer literal or a symbol of the signature (`B`); `{found}` is neither"),
-                    );
-                    return None;
-                }
+            match self.dim_product(el) {
+                Ok(d) => out.push(Some(d)),
+                Err(()) => return None,
             }
         }
         Some(out)
+    }
+}
+
+impl Lowerer<'_> {
+    /// One dim of a shape list other than a plain literal: a symbol of the signature (`B`),
+    /// or a product of symbols and non-negative literals (`B * 4`, `(B * H) * 64`).
+    /// Reports the error itself.
+    fn dim_product(&mut self, e: &Expr) -> Result<Dim, ()> {
+        match e {
+            Expr::Paren(p) => self.dim_product(&p.expr),
+            Expr::Group(g) => self.dim_product(&g.expr),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Mul(_)) => {
+                let l = self.dim_product(&b.left)?;
+                let r = self.dim_product(&b.right)?;
+                match l.times(&r) {
+                    Some(d) => Ok(d),
+                    None => {
+                        self.diag.error(
+                            e.span(),
+                            format!(
+                                "the dim `{}` is larger than 64 bits can hold",
+                                e.to_token_stream()
+                            ),
+                        );
+                        Err(())
+                    }
+                }
+            }
+            Expr::Path(p)
+                if p.path
+                    .get_ident()
+                    .is_some_and(|i| self.symbols.contains(&i.to_string())) =>
+            {
+                Ok(Dim::Sym(
+                    p.path
+                        .get_ident()
+                        .map(|i| i.to_string())
+                        .unwrap_or_default(),
+                ))
+            }
+            other => {
+                if let Some(v) = self.literal_int(other) {
+                    if v >= 0 {
+                        return Ok(Dim::Const(v as u64));
+                    }
+                    self.diag.error(
+                        other.span(),
+                        "a factor of a dim must be non-negative (`-1` stands alone, to infer a dim of `reshape`)",
+                    );
+                    return Err(());
+                }
+                let found = other.to_token_stream().to_string();
+                self.diag.error(
+                    other.span(),
+                    format!("a dim is an integer literal, a symbol of the signature (`B`) or a product of them (`B * 4`); `{found}` is none of these"),
+                );
+                Err(())
+            }
+        }
     }
 }
 

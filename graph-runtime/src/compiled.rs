@@ -27,6 +27,25 @@ impl<'a, T, D: Dimension> TensorArg<'a, T, D> for ArrayView<'a, T, D> {
     }
 }
 
+/// The size of a product dim (`B*4`, from a `reshape`) from its factors, or an error if it
+/// overflows `usize`.
+#[inline]
+pub fn product_dim(dim: &'static str, factors: &[usize]) -> Result<usize, Error> {
+    factors
+        .iter()
+        .try_fold(1usize, |acc, &f| acc.checked_mul(f))
+        .ok_or_else(|| product_overflow(dim, factors))
+}
+
+#[cold]
+#[inline(never)]
+fn product_overflow(dim: &'static str, factors: &[usize]) -> Error {
+    Error::invalid(
+        "reshape",
+        format!("the dim {dim} overflows usize (its factors are {factors:?})"),
+    )
+}
+
 /// Checks a static dim of parameter `param`.
 #[inline]
 pub fn check_dim(

@@ -18,6 +18,10 @@ fn dims_tokens(shape: &[Dim]) -> TokenStream {
             quote!(::grafo::Dim::Static(#n))
         }
         Dim::Sym(s) => quote!(::grafo::Dim::Symbol(::std::string::String::from(#s))),
+        Dim::Prod(m) => {
+            let text = m.to_string();
+            quote!(::grafo::Dim::Expr(::std::string::String::from(#text)))
+        }
     });
     quote!(::std::vec![#(#ds),*])
 }

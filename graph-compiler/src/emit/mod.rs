@@ -4,7 +4,7 @@ pub mod compiled;
 pub mod describe;
 pub mod eager;
 
-use crate::ir::{DType, Dim, Param, Shape};
+use crate::ir::{DType, Dim, Graph, Monomial, Param, Shape};
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -49,7 +49,48 @@ pub fn dim_expr(d: &Dim) -> TokenStream {
             let id = sym_ident(s);
             quote!(#id)
         }
+        Dim::Prod(m) => {
+            let id = product_ident(m);
+            quote!(#id)
+        }
     }
+}
+
+/// The local holding the size of a product dim (`B*4`), bound by [`product_dims`]. Each
+/// symbol is written with its length first, so that no two products share a name.
+pub fn product_ident(m: &Monomial) -> Ident {
+    let mut name = String::from("__dimp");
+    for s in &m.syms {
+        name.push_str(&format!("_{}{}", s.len(), s));
+    }
+    format_ident!("{}_x{}", name, m.coef)
+}
+
+/// Entry code after [`entry_checks`]: binds every product dim (`B*4`) the graphs use, with
+/// checked arithmetic, so that a size that overflows `usize` is an error and not a wrong size.
+pub fn product_dims<'g>(graphs: impl IntoIterator<Item = &'g Graph>) -> TokenStream {
+    let mut seen: Vec<Monomial> = Vec::new();
+    for g in graphs {
+        for n in &g.nodes {
+            for d in &n.shape {
+                if let Dim::Prod(m) = d {
+                    if !seen.contains(m) {
+                        seen.push(m.clone());
+                    }
+                }
+            }
+        }
+    }
+    seen.sort();
+    let mut out = TokenStream::new();
+    for m in &seen {
+        let id = product_ident(m);
+        let text = m.to_string();
+        let syms = m.syms.iter().map(|s| sym_ident(s));
+        let coef = m.coef as usize;
+        out.extend(quote!(let #id: usize = ::grafo::__private::compiled::product_dim(#text, &[#(#syms,)* #coef])?;));
+    }
+    out
 }
 
 /// A shape as a `[usize; R]` expression.
@@ -183,6 +224,7 @@ pub fn entry_checks(params: &[Param]) -> TokenStream {
                     let n = *n as usize;
                     out.extend(quote!(::grafo::__private::compiled::check_dim(#pname, #axis, #n, #shape_id)?;));
                 }
+                Dim::Prod(_) => unreachable!("a signature dim is a literal or a symbol"),
                 Dim::Sym(s) => {
                     let id = sym_ident(s);
                     match bound.iter().find(|(b, _, _)| b == s) {

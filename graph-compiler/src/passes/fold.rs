@@ -220,7 +220,7 @@ fn fold_reduce_of_fill(graph: &Graph, node: &Node) -> Option<Scalar> {
     for d in &input.shape {
         match d {
             Dim::Const(n) => count *= n,
-            Dim::Sym(_) => return None,
+            Dim::Sym(_) | Dim::Prod(_) => return None,
         }
     }
     let value = match (&node.op, v) {
