@@ -8,6 +8,7 @@ use std::fmt::Display;
 #[derive(Default)]
 pub struct Diagnostics {
     errors: Vec<syn::Error>,
+    failed_elsewhere: bool,
 }
 
 impl Diagnostics {
@@ -29,7 +30,23 @@ impl Diagnostics {
     }
 
     pub fn has_errors(&self) -> bool {
-        !self.errors.is_empty()
+        !self.errors.is_empty() || self.failed_elsewhere
+    }
+
+    /// Marks the expansion failed by an error another expansion reports (a callee's), so
+    /// this one emits its stub without a second message.
+    pub fn fail_quietly(&mut self) {
+        self.failed_elsewhere = true;
+    }
+
+    /// How many errors were reported so far.
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// Takes back the errors reported since there were `mark` of them.
+    pub fn split_off(&mut self, mark: usize) -> Vec<syn::Error> {
+        self.errors.split_off(mark)
     }
 
     /// All errors combined into one, in the order they were found.

@@ -12,12 +12,66 @@ use quote::{format_ident, quote};
 /// The largest value (in elements) of a graph that `run` keeps on the caller's thread.
 const SMALL_GRAPH_ELEMENTS: u64 = 4096;
 
-/// Expands `#[graph(attr)] item` into the compiled function and its `NAME::{eager, run, graph}` module.
+/// Expands `#[graph(attr)] item`: a `fn` into the compiled function and its
+/// `NAME::{eager, run, graph}` module; a `mod` into the same for every `fn` inside, each
+/// able to call the others (the call is inlined).
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let func: syn::ItemFn = match syn::parse2(item) {
-        Ok(f) => f,
-        Err(e) => return e.to_compile_error(),
+    match syn::parse2::<syn::Item>(item) {
+        Ok(syn::Item::Fn(func)) => expand_fn(attr, func, &lower::Callees::default()),
+        Ok(syn::Item::Mod(module)) => expand_mod(attr, module),
+        Ok(other) => syn::Error::new_spanned(
+            other,
+            "`#[graph]` goes on a function over tensors (`#[graph] fn f(x: Tensor<f32, B>) -> ...`) or on an inline module of such functions (`#[graph] mod layers { ... }`)",
+        )
+        .to_compile_error(),
+        Err(e) => e.to_compile_error(),
+    }
+}
+
+/// `#[graph] mod NAME { ... }`: every `fn` of the module becomes a graph function; a call
+/// of one from another is inlined with the callee's symbols bound from the arguments. The
+/// module's other items (`use`, `const`, plain items) are kept as they are.
+fn expand_mod(attr: TokenStream, module: syn::ItemMod) -> TokenStream {
+    let Some((_, items)) = &module.content else {
+        return syn::Error::new_spanned(
+            &module,
+            "`#[graph] mod` needs the module's functions inline: `#[graph] mod layers { fn ... }`",
+        )
+        .to_compile_error();
     };
+    let fns: Vec<(String, lower::Callee)> = items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Fn(f) => {
+                let mut scratch = Diagnostics::default();
+                let sig = parse_signature(&f.sig, &mut scratch);
+                let callee = lower::Callee::new(
+                    sig,
+                    !scratch.has_errors(),
+                    (*f.block).clone(),
+                    f.sig.ident.span(),
+                );
+                Some((f.sig.ident.to_string(), callee))
+            }
+            _ => None,
+        })
+        .collect();
+    let callees = lower::Callees::new(fns);
+    let expanded = items.iter().map(|item| match item {
+        syn::Item::Fn(f) => expand_fn(attr.clone(), f.clone(), &callees),
+        other => quote!(#other),
+    });
+    let (attrs, vis, ident) = (&module.attrs, &module.vis, &module.ident);
+    quote! {
+        #(#attrs)*
+        #vis mod #ident {
+            #(#expanded)*
+        }
+    }
+}
+
+/// Expands one graph function; `callees` are the other functions of its `#[graph] mod`.
+fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> TokenStream {
     let mut diag = Diagnostics::default();
     let config = parse_config(attr, &mut diag);
     let sig = parse_signature(&func.sig, &mut diag);
@@ -31,6 +85,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         &func.block,
         func.sig.ident.span().into(),
         &mut diag,
+        callees,
     );
     if diag.has_errors() {
         return fallback(&func, &sig, diag, true);

@@ -652,6 +652,15 @@ pub enum Param {
     Host(HostParam),
 }
 
+impl Param {
+    pub fn name(&self) -> &syn::Ident {
+        match self {
+            Param::Tensor(t) => &t.name,
+            Param::Host(h) => &h.name,
+        }
+    }
+}
+
 /// The declared result: one tensor or a tuple of them.
 #[derive(Debug, Clone)]
 pub struct OutputDecl {

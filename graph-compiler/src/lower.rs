@@ -15,6 +15,9 @@ use quote::{quote, ToTokens};
 use std::collections::HashMap;
 use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
 
+mod inline;
+pub use inline::{Callee, Callees};
+
 /// A value a name can hold while lowering.
 #[derive(Debug, Clone)]
 enum Value {
@@ -53,6 +56,10 @@ struct Lowerer<'a> {
     consts: HashMap<String, Scalar>,
     /// The operator being lowered (`+`), for messages.
     operator: Option<String>,
+    /// The other graph functions of the `#[graph] mod`, which calls inline.
+    callees: &'a Callees,
+    /// While a callee is inlined: the root function's dim each of its symbols stands for.
+    dim_subst: HashMap<String, Dim>,
 }
 
 /// The lowered graph plus the node of each tensor parameter.
@@ -67,6 +74,7 @@ pub fn lower(
     body: &syn::Block,
     fn_span: Span,
     diag: &mut Diagnostics,
+    callees: &Callees,
 ) -> Lowered {
     let mut lw = Lowerer {
         graph: Graph::default(),
@@ -78,6 +86,8 @@ pub fn lower(
         symbols: Vec::new(),
         consts: HashMap::new(),
         operator: None,
+        callees,
+        dim_subst: HashMap::new(),
     };
     for (i, p) in params.iter().enumerate() {
         match p {
@@ -489,6 +499,7 @@ impl Lowerer<'_> {
         let Some(id) = self.tensor_of(&value, span, "an annotated `let`") else {
             return value;
         };
+        let shape: Shape = shape.iter().map(|d| self.subst_dim(d)).collect();
         let id = self.resolve_weak_to(id, dtype, span);
         let n = self.graph.node(id);
         if !n.poisoned && (n.dtype != dtype || n.shape != shape) {
@@ -1336,6 +1347,9 @@ impl Lowerer<'_> {
                 return Value::Tensor(self.poisoned(span));
             }
         };
+        if self.callees.callee(&name).is_some() {
+            return self.lower_inline_call(&name, c);
+        }
         let args: Vec<&Expr> = c.args.iter().collect();
         let arity = |lw: &mut Self, lo: usize, hi: usize, usage: &str| -> bool {
             if args.len() < lo || args.len() > hi {
@@ -1850,12 +1864,12 @@ impl Lowerer<'_> {
                     .get_ident()
                     .is_some_and(|i| self.symbols.contains(&i.to_string())) =>
             {
-                Ok(Dim::Sym(
+                Ok(self.subst_dim(&Dim::Sym(
                     p.path
                         .get_ident()
                         .map(|i| i.to_string())
                         .unwrap_or_default(),
-                ))
+                )))
             }
             other => {
                 if let Some(v) = self.literal_int(other) {

@@ -18,6 +18,7 @@ fn lowered(item: proc_macro2::TokenStream) -> (Graph, Diagnostics) {
         &func.block,
         func.sig.ident.span().into(),
         &mut diag,
+        &lower::Callees::default(),
     );
     (l.graph, diag)
 }

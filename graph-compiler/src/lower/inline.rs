@@ -1,0 +1,389 @@
+//! Composition: a call of another graph function of the same `#[graph] mod` is inlined at the call, its symbols bound from the arguments.
+//!
+//! The callee's body is lowered in a fresh scope whose parameters are the call's argument
+//! values; each symbolic dim of the callee's signature stands for the dim the argument has
+//! at that axis, so `layer_norm(x)` with `x: f32[B, 1024]` runs the callee's body over
+//! `[B, 1024]`. A mismatch between an argument and the callee's parameter is reported at
+//! the argument, naming the callee's parameter. A callee with errors of its own makes the
+//! call fail quietly: the callee's own expansion reports them.
+
+use super::{Binding, Lowerer, Span, Value};
+use crate::diag::Diagnostics;
+use crate::ir::*;
+use crate::signature::Signature;
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use syn::visit::Visit;
+use syn::Expr;
+
+/// A graph function of the module being expanded.
+pub struct Callee {
+    pub sig: Signature,
+    /// Whether the signature parsed without errors.
+    pub sig_ok: bool,
+    pub block: syn::Block,
+    pub name_span: proc_macro2::Span,
+    /// Whether the function lowers without errors on its own (computed on first use).
+    valid: Cell<Option<bool>>,
+}
+
+/// The graph functions of one `#[graph] mod`, by name.
+#[derive(Default)]
+pub struct Callees {
+    fns: HashMap<String, Callee>,
+    /// The functions that reach themselves through calls, with the cycle for the message.
+    recursive: HashMap<String, Vec<String>>,
+}
+
+impl Callees {
+    /// The table of a module's functions; call cycles are found here, once.
+    pub fn new(fns: Vec<(String, Callee)>) -> Callees {
+        let fns: HashMap<String, Callee> = fns.into_iter().collect();
+        let calls: HashMap<String, Vec<String>> = fns
+            .iter()
+            .map(|(name, c)| {
+                let mut finder = CallFinder {
+                    names: &fns,
+                    found: Vec::new(),
+                };
+                finder.visit_block(&c.block);
+                (name.clone(), finder.found)
+            })
+            .collect();
+        let mut recursive = HashMap::new();
+        for name in fns.keys() {
+            if let Some(cycle) = find_cycle(name, &calls) {
+                recursive.insert(name.clone(), cycle);
+            }
+        }
+        Callees { fns, recursive }
+    }
+
+    pub fn callee(&self, name: &str) -> Option<&Callee> {
+        self.fns.get(name)
+    }
+
+    /// The call cycle through `name`, if it is recursive (`["f", "g", "f"]`).
+    pub fn cycle(&self, name: &str) -> Option<&[String]> {
+        self.recursive.get(name).map(Vec::as_slice)
+    }
+
+    /// Whether `name` lowers on its own without errors (it is then safe to inline).
+    fn is_valid(&self, name: &str) -> bool {
+        let Some(c) = self.fns.get(name) else {
+            return false;
+        };
+        if let Some(v) = c.valid.get() {
+            return v;
+        }
+        let valid = c.sig_ok && self.cycle(name).is_none() && {
+            let mut scratch = Diagnostics::default();
+            super::lower(
+                &c.sig.params,
+                &c.sig.outputs,
+                &c.block,
+                c.name_span.into(),
+                &mut scratch,
+                self,
+            );
+            !scratch.has_errors()
+        };
+        c.valid.set(Some(valid));
+        valid
+    }
+}
+
+impl Callee {
+    pub fn new(
+        sig: Signature,
+        sig_ok: bool,
+        block: syn::Block,
+        name_span: proc_macro2::Span,
+    ) -> Callee {
+        Callee {
+            sig,
+            sig_ok,
+            block,
+            name_span,
+            valid: Cell::new(None),
+        }
+    }
+}
+
+/// Collects the names of the module's functions called in a body.
+struct CallFinder<'n> {
+    names: &'n HashMap<String, Callee>,
+    found: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for CallFinder<'_> {
+    fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+        if let Expr::Path(p) = &*c.func {
+            if let Some(id) = p.path.get_ident() {
+                let name = id.to_string();
+                if self.names.contains_key(&name) && !self.found.contains(&name) {
+                    self.found.push(name);
+                }
+            }
+        }
+        syn::visit::visit_expr_call(self, c);
+    }
+}
+
+/// A path of calls from `start` back to itself, if there is one.
+fn find_cycle(start: &str, calls: &HashMap<String, Vec<String>>) -> Option<Vec<String>> {
+    let mut path = vec![start.to_string()];
+    let mut seen = HashSet::new();
+    fn walk(
+        start: &str,
+        path: &mut Vec<String>,
+        seen: &mut HashSet<String>,
+        calls: &HashMap<String, Vec<String>>,
+    ) -> bool {
+        let last = path.last().expect("a path").clone();
+        for next in calls.get(&last).into_iter().flatten() {
+            if next == start {
+                path.push(next.clone());
+                return true;
+            }
+            if seen.insert(next.clone()) {
+                path.push(next.clone());
+                if walk(start, path, seen, calls) {
+                    return true;
+                }
+                path.pop();
+            }
+        }
+        false
+    }
+    walk(start, &mut path, &mut seen, calls).then_some(path)
+}
+
+/// Binds the callee's symbols from one argument's shape, or says why the shapes differ.
+fn bind_shape(
+    declared: &[Dim],
+    found: &[Dim],
+    subst: &mut HashMap<String, Dim>,
+) -> Result<(), String> {
+    if declared.len() != found.len() {
+        return Err(format!(
+            "rank {} declared, rank {} found",
+            declared.len(),
+            found.len()
+        ));
+    }
+    for (axis, (d, f)) in declared.iter().zip(found).enumerate() {
+        match d {
+            Dim::Sym(s) => match subst.get(s) {
+                Some(bound) if bound != f => {
+                    return Err(format!(
+                        "axis {axis} is `{s}`, which an earlier argument bound to {bound}, but here it is {f}"
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    subst.insert(s.clone(), f.clone());
+                }
+            },
+            _ if d == f => {}
+            _ => return Err(format!("axis {axis}: {d} != {f}")),
+        }
+    }
+    Ok(())
+}
+
+impl<'a> Lowerer<'a> {
+    /// Inlines the call `c` of the module's function `name`.
+    pub(super) fn lower_inline_call(&mut self, name: &str, c: &syn::ExprCall) -> Value {
+        let span: Span = c.span();
+        let callees = self.callees;
+        let callee = callees.callee(name).expect("checked by the caller");
+        if let Some(cycle) = callees.cycle(name) {
+            self.diag.error(
+                c.func.span(),
+                format!(
+                    "`{name}` is recursive ({}): graph functions are inlined at their calls, so recursion is not supported",
+                    cycle.join(" -> ")
+                ),
+            );
+            return Value::Tensor(self.poisoned(span));
+        }
+        let params = &callee.sig.params;
+        if c.args.len() != params.len() {
+            let names: Vec<String> = params.iter().map(|p| format!("`{}`", p.name())).collect();
+            self.diag.error(
+                span,
+                format!(
+                    "`{name}` takes {} argument(s) ({}); found {}",
+                    params.len(),
+                    names.join(", "),
+                    c.args.len()
+                ),
+            );
+            return Value::Tensor(self.poisoned(span));
+        }
+        let mut subst: HashMap<String, Dim> = HashMap::new();
+        let mut bindings: Vec<(String, Value)> = Vec::new();
+        let mut ok = true;
+        for (p, arg) in params.iter().zip(&c.args) {
+            let arg_span = arg.span();
+            match p {
+                Param::Tensor(t) => {
+                    let id = self.operand(arg);
+                    let id = self.resolve_weak_to(id, t.dtype, arg_span);
+                    let n = self.graph.node(id).clone();
+                    if n.poisoned {
+                        ok = false;
+                        continue;
+                    }
+                    let declared = type_str(t.dtype, &t.shape);
+                    let found = type_str(n.dtype, &n.shape);
+                    let mismatch = if n.dtype != t.dtype {
+                        Some(format!("dtype {} != {}", t.dtype, n.dtype))
+                    } else {
+                        bind_shape(&t.shape, &n.shape, &mut subst).err()
+                    };
+                    if let Some(why) = mismatch {
+                        self.diag.error(
+                            arg_span,
+                            format!("parameter `{}` of `{name}` is declared {declared} but the argument is {found} ({why})", t.name),
+                        );
+                        ok = false;
+                        continue;
+                    }
+                    bindings.push((t.name.to_string(), Value::Tensor(id)));
+                }
+                Param::Host(h) => match self.host_expr(arg) {
+                    Some(tokens) => bindings.push((
+                        h.name.to_string(),
+                        Value::Host {
+                            tokens,
+                            dtype: h.dtype,
+                            node: None,
+                        },
+                    )),
+                    None => {
+                        self.diag.error(
+                            arg_span,
+                            format!("host parameter `{}` of `{name}` takes a host value (a literal, a host parameter or a `const`), not a tensor", h.name),
+                        );
+                        ok = false;
+                    }
+                },
+            }
+        }
+        if !ok {
+            return Value::Tensor(self.poisoned(span));
+        }
+        if !callees.is_valid(name) {
+            // The callee's own expansion reports its errors; this call only fails.
+            self.diag.fail_quietly();
+            return Value::Tensor(self.poisoned(span));
+        }
+        let symbols: Vec<String> = params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Tensor(t) => Some(t.shape.iter()),
+                Param::Host(_) => None,
+            })
+            .flatten()
+            .filter_map(|d| match d {
+                Dim::Sym(s) => Some(s.clone()),
+                _ => None,
+            })
+            .collect();
+
+        // Lower the callee's body in its own environment.
+        let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        let saved_arms = std::mem::take(&mut self.arms);
+        let saved_consts = std::mem::take(&mut self.consts);
+        let saved_symbols = std::mem::replace(&mut self.symbols, symbols);
+        let saved_subst = std::mem::replace(&mut self.dim_subst, subst);
+        for (n, v) in bindings {
+            self.scopes[0].insert(
+                n,
+                Binding {
+                    value: v,
+                    mutable: false,
+                },
+            );
+        }
+        let mark = self.diag.len();
+        let result = self.lower_block_inner(&callee.block);
+        let outputs: Vec<OutputDecl> = callee
+            .sig
+            .outputs
+            .iter()
+            .map(|o| OutputDecl {
+                dtype: o.dtype,
+                shape: o.shape.iter().map(|d| self.subst_dim(d)).collect(),
+            })
+            .collect();
+        self.scopes = saved_scopes;
+        self.arms = saved_arms;
+        self.consts = saved_consts;
+        self.symbols = saved_symbols;
+        self.dim_subst = saved_subst;
+        let inner = self.diag.split_off(mark);
+        if !inner.is_empty() {
+            for e in inner {
+                self.diag
+                    .error(span, format!("in the call of `{name}` inlined here: {e}"));
+            }
+            return Value::Tensor(self.poisoned(span));
+        }
+
+        // The result, typed as the callee declares it.
+        let values: Vec<Value> = match result {
+            Value::Tuple(vs) if callee.sig.tuple_output || outputs.len() != 1 => vs,
+            v => vec![v],
+        };
+        let mut out = Vec::new();
+        for (v, decl) in values.iter().zip(&outputs) {
+            match self.tensor_of(v, span, "a result") {
+                Some(id) => {
+                    let id = self.resolve_weak_to(id, decl.dtype, span);
+                    let n = self.graph.node(id);
+                    if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
+                        let msg = format!(
+                            "`{name}` declares its result {} but at this call its body returns {}",
+                            type_str(decl.dtype, &decl.shape),
+                            type_str(n.dtype, &n.shape)
+                        );
+                        self.diag.error(span, msg);
+                        return Value::Tensor(self.poisoned(span));
+                    }
+                    out.push(Value::Tensor(id));
+                }
+                None => return Value::Tensor(self.poisoned(span)),
+            }
+        }
+        if callee.sig.tuple_output || out.len() != 1 {
+            Value::Tuple(out)
+        } else {
+            out.pop().expect("one result")
+        }
+    }
+
+    /// A dim of the function being lowered in the terms of the root function (the
+    /// arguments' dims stand for an inlined callee's symbols).
+    pub(super) fn subst_dim(&self, d: &Dim) -> Dim {
+        let subst = |s: &String| {
+            self.dim_subst
+                .get(s)
+                .cloned()
+                .unwrap_or_else(|| Dim::Sym(s.clone()))
+        };
+        match d {
+            Dim::Const(_) => d.clone(),
+            Dim::Sym(s) => subst(s),
+            // A product that would overflow 64 bits keeps the callee's symbols, so the
+            // shape checks after it report a mismatch instead of a wrong size.
+            Dim::Prod(m) => m
+                .syms
+                .iter()
+                .try_fold(Dim::Const(m.coef), |acc, s| acc.times(&subst(s)))
+                .unwrap_or_else(|| d.clone()),
+        }
+    }
+}

@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+struct Model {
+    width: usize,
+}
+
+fn main() {}
