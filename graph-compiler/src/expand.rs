@@ -80,8 +80,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
         return fallback(&func, &sig, diag, signature_ok);
     }
     let lowered = lower::lower(
-        &sig.params,
-        &sig.outputs,
+        &sig,
         &func.block,
         func.sig.ident.span().into(),
         &mut diag,
@@ -147,11 +146,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
     let eager_body = emit::eager::body(&eager_graph, &sig.params);
     let passes = config.names();
     let describe = emit::describe::body(&name_str, &graph, &sig.params, &plan, &sched, &passes);
-    let result = if sig.tuple_output {
-        quote!(__results)
-    } else {
-        quote!(__results.0)
-    };
+    let result = emit::result_value(&sig.results);
     let doc = doc_text(&name_str, &sig);
     let allow = quote!(#[allow(clippy::all, clippy::pedantic, unused_variables, unused_mut, unused_parens, unused_braces, non_snake_case, unreachable_code, unused_assignments)]);
     let mod_doc = format!(
@@ -295,7 +290,7 @@ fn signature_result_type(sig: &Signature) -> TokenStream {
         .iter()
         .map(|o| (o.dtype, o.shape.clone()))
         .collect();
-    result_type(&outs, sig.tuple_output)
+    result_type(&outs, &sig.results)
 }
 
 /// The errors, plus the function with its signature and an `unreachable!()` body, so callers get no second error.

@@ -8,6 +8,7 @@
 use crate::diag::Diagnostics;
 use crate::infer;
 use crate::ir::*;
+use crate::signature::{ResultTree, Signature};
 use proc_macro2::TokenStream;
 /// Lowering works with source ranges, so errors underline whole expressions.
 type Span = SpanRange;
@@ -67,15 +68,15 @@ pub struct Lowered {
     pub graph: Graph,
 }
 
-/// Lowers `body` with the parameters of `params`; outputs are checked against `outputs`.
+/// Lowers `body` with the parameters of `sig`; its results are checked against the declared ones.
 pub fn lower(
-    params: &[Param],
-    outputs: &[OutputDecl],
+    sig: &Signature,
     body: &syn::Block,
     fn_span: Span,
     diag: &mut Diagnostics,
     callees: &Callees,
 ) -> Lowered {
+    let (params, outputs) = (&sig.params, &sig.outputs);
     let mut lw = Lowerer {
         graph: Graph::default(),
         diag,
@@ -131,53 +132,90 @@ pub fn lower(
         lw.diag.error(ret_span, msg);
         return Lowered { graph: lw.graph };
     }
-    let values: Vec<Value> = match (&result, outputs.len()) {
-        (Value::Tuple(vs), n) if n != 1 || matches!(vs.first(), Some(Value::Tuple(_))) => {
-            vs.clone()
-        }
-        (v, _) => vec![v.clone()],
-    };
-    if !outputs.is_empty() {
-        if values.len() != outputs.len() {
-            lw.diag.error(
-                ret_span,
-                format!(
-                    "the function declares {} result(s) but the body returns {}",
-                    outputs.len(),
-                    values.len()
-                ),
-            );
-        } else {
-            for (i, (v, decl)) in values.iter().zip(outputs).enumerate() {
-                if let Some(id) = lw.tensor_of(v, ret_span, "a result") {
-                    {
-                        let id = lw.resolve_weak_to(id, decl.dtype, ret_span);
-                        let n = lw.graph.node(id);
-                        if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
-                            let what = if outputs.len() == 1 {
-                                "the result".to_string()
-                            } else {
-                                format!("result {i}")
-                            };
-                            let hint = if n.dtype != decl.dtype {
-                                format!("; convert it with `cast::<{}>(...)`", decl.dtype)
-                            } else {
-                                String::new()
-                            };
-                            let msg = format!(
-                                "{what} is declared {} but the body returns {}{hint}",
-                                type_str(decl.dtype, &decl.shape),
-                                type_str(n.dtype, &n.shape)
-                            );
-                            lw.diag.error(ret_span, msg);
-                        }
-                        lw.graph.outputs.push(id);
-                    }
+    let mut values = Vec::new();
+    if !flatten_results(&result, &sig.results, &mut values) {
+        let msg = format!(
+            "the function declares its results as {} but the body returns {}",
+            tree_str(&sig.results, outputs),
+            value_str(&result, &lw.graph)
+        );
+        lw.diag.error(ret_span, msg);
+        return Lowered { graph: lw.graph };
+    }
+    for (i, (v, decl)) in values.iter().zip(outputs).enumerate() {
+        if let Some(id) = lw.tensor_of(v, ret_span, "a result") {
+            {
+                let id = lw.resolve_weak_to(id, decl.dtype, ret_span);
+                let n = lw.graph.node(id);
+                if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
+                    let what = if outputs.len() == 1 {
+                        "the result".to_string()
+                    } else {
+                        format!("result {i}")
+                    };
+                    let hint = if n.dtype != decl.dtype {
+                        format!("; convert it with `cast::<{}>(...)`", decl.dtype)
+                    } else {
+                        String::new()
+                    };
+                    let msg = format!(
+                        "{what} is declared {} but the body returns {}{hint}",
+                        type_str(decl.dtype, &decl.shape),
+                        type_str(n.dtype, &n.shape)
+                    );
+                    lw.diag.error(ret_span, msg);
                 }
+                lw.graph.outputs.push(id);
             }
         }
     }
     Lowered { graph: lw.graph }
+}
+
+/// The values of `result` at the leaves of `tree`, in order; false if the nesting differs.
+/// A lone tensor stands for a declared one-element tuple.
+fn flatten_results(result: &Value, tree: &ResultTree, out: &mut Vec<Value>) -> bool {
+    match (tree, result) {
+        (ResultTree::Leaf(_), v) => {
+            out.push(v.clone());
+            true
+        }
+        (ResultTree::Tuple(items), Value::Tuple(vs)) if items.len() == vs.len() => items
+            .iter()
+            .zip(vs)
+            .all(|(t, v)| flatten_results(v, t, out)),
+        (ResultTree::Tuple(items), v) if items.len() == 1 && !matches!(v, Value::Tuple(_)) => {
+            flatten_results(v, &items[0], out)
+        }
+        _ => false,
+    }
+}
+
+/// A declared result nesting as the user wrote it: `(f32[B], (f32[B], f32[]))`.
+fn tree_str(tree: &ResultTree, outputs: &[OutputDecl]) -> String {
+    match tree {
+        ResultTree::Leaf(i) => type_str(outputs[*i].dtype, &outputs[*i].shape),
+        ResultTree::Tuple(items) => {
+            let parts: Vec<String> = items.iter().map(|t| tree_str(t, outputs)).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
+
+/// A body's value in the same notation.
+fn value_str(v: &Value, graph: &Graph) -> String {
+    match v {
+        Value::Tensor(id) => {
+            let n = graph.node(*id);
+            type_str(n.dtype, &n.shape)
+        }
+        Value::Host { dtype, .. } => format!("{dtype}[] (a host value)"),
+        Value::Tuple(vs) => {
+            let parts: Vec<String> = vs.iter().map(|v| value_str(v, graph)).collect();
+            format!("({})", parts.join(", "))
+        }
+        Value::Unit => "no value".to_string(),
+    }
 }
 
 fn line_of(span: Span) -> u32 {

@@ -8,9 +8,53 @@ use syn::{FnArg, GenericArgument, Pat, PathArguments, ReturnType, Type};
 /// The parsed signature.
 pub struct Signature {
     pub params: Vec<Param>,
+    /// The declared result tensors, flattened in order.
     pub outputs: Vec<OutputDecl>,
-    /// Whether the result is a tuple (even of one element).
-    pub tuple_output: bool,
+    /// How the results nest (`-> (Tensor<..>, (Tensor<..>, Tensor<..>))`); its leaves index `outputs`.
+    pub results: ResultTree,
+}
+
+/// The nesting of a function's results: one tensor, or a tuple of results.
+#[derive(Debug, Clone)]
+pub enum ResultTree {
+    /// The tensor `outputs[i]`.
+    Leaf(usize),
+    Tuple(Vec<ResultTree>),
+}
+
+/// Reads a result type (a tensor, or a tuple of results) into `outputs` and its tree.
+fn parse_result(
+    ty: &Type,
+    outputs: &mut Vec<OutputDecl>,
+    diag: &mut Diagnostics,
+    what: &str,
+) -> Option<ResultTree> {
+    match ty {
+        Type::Paren(p) => parse_result(&p.elem, outputs, diag, what),
+        Type::Tuple(t) => {
+            if t.elems.is_empty() {
+                diag.error(
+                    t.span(),
+                    "a `#[graph]` function must return at least one tensor, not `()`",
+                );
+                return None;
+            }
+            let mut items = Vec::new();
+            let mut ok = true;
+            for e in &t.elems {
+                match parse_result(e, outputs, diag, "a result") {
+                    Some(item) => items.push(item),
+                    None => ok = false,
+                }
+            }
+            ok.then_some(ResultTree::Tuple(items))
+        }
+        other => {
+            let (dtype, shape) = parse_tensor_type(other, diag, what)?;
+            outputs.push(OutputDecl { dtype, shape });
+            Some(ResultTree::Leaf(outputs.len() - 1))
+        }
+    }
 }
 
 const DTYPES: &str = "`f32`, `f64`, `i32`, `i64` or `bool`";
@@ -49,7 +93,7 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
             }
         }
     }
-    let (outputs, tuple_output) = match &sig.output {
+    let (outputs, results) = match &sig.output {
         ReturnType::Default => {
             diag.error(
                 sig.ident.span(),
@@ -58,34 +102,18 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
                     sig.ident
                 ),
             );
-            (Vec::new(), false)
+            (Vec::new(), ResultTree::Tuple(Vec::new()))
         }
-        ReturnType::Type(_, ty) => match &**ty {
-            Type::Tuple(t) => {
-                let mut outs = Vec::new();
-                if t.elems.is_empty() {
-                    diag.error(
-                        t.span(),
-                        "a `#[graph]` function must return at least one tensor, not `()`",
-                    );
-                }
-                for e in &t.elems {
-                    if let Some((dtype, shape)) = parse_tensor_type(e, diag, "a result") {
-                        outs.push(OutputDecl { dtype, shape });
-                    }
-                }
-                (outs, true)
-            }
-            other => match parse_tensor_type(other, diag, "the result") {
-                Some((dtype, shape)) => (vec![OutputDecl { dtype, shape }], false),
-                None => (Vec::new(), false),
-            },
-        },
+        ReturnType::Type(_, ty) => {
+            let mut outputs = Vec::new();
+            let tree = parse_result(ty, &mut outputs, diag, "the result");
+            (outputs, tree.unwrap_or(ResultTree::Tuple(Vec::new())))
+        }
     };
     Signature {
         params,
         outputs,
-        tuple_output,
+        results,
     }
 }
 

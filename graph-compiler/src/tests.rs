@@ -13,8 +13,7 @@ fn lowered(item: proc_macro2::TokenStream) -> (Graph, Diagnostics) {
     let mut diag = Diagnostics::default();
     let sig = parse_signature(&func.sig, &mut diag);
     let l = lower::lower(
-        &sig.params,
-        &sig.outputs,
+        &sig,
         &func.block,
         func.sig.ident.span().into(),
         &mut diag,

@@ -5,6 +5,7 @@ pub mod describe;
 pub mod eager;
 
 use crate::ir::{DType, Dim, Graph, Monomial, Param, Shape};
+use crate::signature::ResultTree;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{format_ident, quote};
 
@@ -191,20 +192,33 @@ pub fn param_names(params: &[Param]) -> Vec<Ident> {
         .collect()
 }
 
-/// The result type: `Array<T, IxN>` or a tuple of them.
-pub fn result_type(outputs: &[(DType, Shape)], tuple: bool) -> TokenStream {
-    let tys: Vec<TokenStream> = outputs
-        .iter()
-        .map(|(dt, s)| {
+/// The result type: `Array<T, IxN>` or a (nested) tuple of them.
+pub fn result_type(outputs: &[(DType, Shape)], tree: &ResultTree) -> TokenStream {
+    match tree {
+        ResultTree::Leaf(i) => {
+            let (dt, s) = &outputs[*i];
             let et = elem_ty(*dt);
             let d = dim_ty(s.len());
             quote!(::grafo::ndarray::Array<#et, #d>)
-        })
-        .collect();
-    if tuple {
-        quote!((#(#tys,)*))
-    } else {
-        tys.into_iter().next().unwrap_or_else(|| quote!(()))
+        }
+        ResultTree::Tuple(items) => {
+            let tys = items.iter().map(|t| result_type(outputs, t));
+            quote!((#(#tys,)*))
+        }
+    }
+}
+
+/// The function's result built from the flat tuple `__results` of its outputs, nested as declared.
+pub fn result_value(tree: &ResultTree) -> TokenStream {
+    match tree {
+        ResultTree::Leaf(i) => {
+            let i = syn::Index::from(*i);
+            quote!(__results.#i)
+        }
+        ResultTree::Tuple(items) => {
+            let vs = items.iter().map(result_value);
+            quote!((#(#vs,)*))
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 use super::{Binding, Lowerer, Span, Value};
 use crate::diag::Diagnostics;
 use crate::ir::*;
-use crate::signature::Signature;
+use crate::signature::{ResultTree, Signature};
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use syn::visit::Visit;
@@ -78,14 +78,7 @@ impl Callees {
         }
         let valid = c.sig_ok && self.cycle(name).is_none() && {
             let mut scratch = Diagnostics::default();
-            super::lower(
-                &c.sig.params,
-                &c.sig.outputs,
-                &c.block,
-                c.name_span.into(),
-                &mut scratch,
-                self,
-            );
+            super::lower(&c.sig, &c.block, c.name_span.into(), &mut scratch, self);
             !scratch.has_errors()
         };
         c.valid.set(Some(valid));
@@ -157,6 +150,14 @@ fn find_cycle(start: &str, calls: &HashMap<String, Vec<String>>) -> Option<Vec<S
         false
     }
     walk(start, &mut path, &mut seen, calls).then_some(path)
+}
+
+/// The value of a call: the result tensors nested as the callee declares them.
+fn nest(tree: &ResultTree, leaves: &[NodeId]) -> Value {
+    match tree {
+        ResultTree::Leaf(i) => Value::Tensor(leaves[*i]),
+        ResultTree::Tuple(items) => Value::Tuple(items.iter().map(|t| nest(t, leaves)).collect()),
+    }
 }
 
 /// Binds the callee's symbols from one argument's shape, or says why the shapes differ.
@@ -333,36 +334,32 @@ impl<'a> Lowerer<'a> {
             return Value::Tensor(self.poisoned(span));
         }
 
-        // The result, typed as the callee declares it.
-        let values: Vec<Value> = match result {
-            Value::Tuple(vs) if callee.sig.tuple_output || outputs.len() != 1 => vs,
-            v => vec![v],
-        };
-        let mut out = Vec::new();
+        // The result, typed as the callee declares it and nested as it declares.
+        let mut values = Vec::new();
+        if !super::flatten_results(&result, &callee.sig.results, &mut values) {
+            // The callee's own expansion reports a body that does not match its results.
+            self.diag.fail_quietly();
+            return Value::Tensor(self.poisoned(span));
+        }
+        let mut leaves = Vec::new();
         for (v, decl) in values.iter().zip(&outputs) {
-            match self.tensor_of(v, span, "a result") {
-                Some(id) => {
-                    let id = self.resolve_weak_to(id, decl.dtype, span);
-                    let n = self.graph.node(id);
-                    if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
-                        let msg = format!(
-                            "`{name}` declares its result {} but at this call its body returns {}",
-                            type_str(decl.dtype, &decl.shape),
-                            type_str(n.dtype, &n.shape)
-                        );
-                        self.diag.error(span, msg);
-                        return Value::Tensor(self.poisoned(span));
-                    }
-                    out.push(Value::Tensor(id));
-                }
-                None => return Value::Tensor(self.poisoned(span)),
+            let Some(id) = self.tensor_of(v, span, "a result") else {
+                return Value::Tensor(self.poisoned(span));
+            };
+            let id = self.resolve_weak_to(id, decl.dtype, span);
+            let n = self.graph.node(id);
+            if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
+                let msg = format!(
+                    "`{name}` declares its result {} but at this call its body returns {}",
+                    type_str(decl.dtype, &decl.shape),
+                    type_str(n.dtype, &n.shape)
+                );
+                self.diag.error(span, msg);
+                return Value::Tensor(self.poisoned(span));
             }
+            leaves.push(id);
         }
-        if callee.sig.tuple_output || out.len() != 1 {
-            Value::Tuple(out)
-        } else {
-            out.pop().expect("one result")
-        }
+        nest(&callee.sig.results, &leaves)
     }
 
     /// A dim of the function being lowered in the terms of the root function (the
