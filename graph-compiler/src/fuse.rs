@@ -70,6 +70,8 @@ pub enum GroupKind {
     Conv2d,
     Softmax,
     Transpose,
+    /// A selection or assembly op (`x[s![..]]`, concat, gather, ...): one kernel call.
+    Selection,
     /// `reshape`: a view of its input, no work.
     View,
     /// A cond node: runs one arm.
@@ -88,6 +90,7 @@ impl GroupKind {
             GroupKind::Conv2d => "conv2d",
             GroupKind::Softmax => "softmax",
             GroupKind::Transpose => "transpose",
+            GroupKind::Selection => "selection",
             GroupKind::View => "view",
             GroupKind::Cond => "cond",
             GroupKind::Assert => "assert",
@@ -351,6 +354,10 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             }
             Op::Transpose { .. } => {
                 group.kind = GroupKind::Transpose;
+                group.nodes = vec![id];
+            }
+            Op::Sel(_) => {
+                group.kind = GroupKind::Selection;
                 group.nodes = vec![id];
             }
             Op::Reshape => {

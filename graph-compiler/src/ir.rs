@@ -512,6 +512,8 @@ pub enum Op {
         kind: AssertKind,
         message: String,
     },
+    /// A selection or assembly op (slicing, concat, gather, ...), lowered in `lower/selection.rs`.
+    Sel(SelOp),
     /// Output `index` of cond `cond`.
     CondOut {
         cond: CondId,
@@ -542,6 +544,7 @@ impl Op {
             Op::Softmax { log: false, .. } => "softmax".into(),
             Op::Softmax { log: true, .. } => "log_softmax".into(),
             Op::Assert { kind, .. } => kind.name().into(),
+            Op::Sel(s) => s.name().into(),
             Op::CondOut { .. } => "cond".into(),
         }
     }
@@ -565,6 +568,81 @@ impl Op {
     /// Ops with a side effect (a check) that dead-code elimination keeps.
     pub fn is_effect(&self) -> bool {
         matches!(self, Op::Assert { .. })
+    }
+}
+
+/// How one input axis of a slice is read (the runtime's `selection::AxisSlice`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SliceSpec {
+    /// One static index (negative counts from the end); the axis is dropped.
+    Index(i64),
+    /// One index read at run time from the node's input `k` (a rank-0 integer); the axis is dropped.
+    IndexInput(usize),
+    /// ndarray's `start..end;step` (negative bounds count from the end; a negative step walks
+    /// the range backwards from its last element).
+    Range {
+        start: i64,
+        end: Option<i64>,
+        step: i64,
+    },
+    /// TF's `strided_slice` `begin:end:stride` (NumPy's meaning, bounds clamped).
+    Strided { begin: i64, end: i64, stride: i64 },
+}
+
+/// The selection and assembly ops (their lowering is `lower/selection.rs`, their kernels the
+/// runtime's `selection.rs`). None is elementwise: each is its own group with a materialised
+/// output (`expand_dims` and `squeeze` lower to `reshape` views instead).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelOp {
+    /// `x[s![..]]`, `slice`, `strided_slice`, one piece of `split`: one entry per input axis.
+    Slice {
+        name: &'static str,
+        axes: Vec<SliceSpec>,
+    },
+    /// `concat` (or `stack`, whose inputs are `reshape` views with the new axis) along `axis`.
+    Concat {
+        name: &'static str,
+        axis: usize,
+    },
+    Tile {
+        multiples: Vec<u64>,
+    },
+    /// Constant padding; input 1 is the rank-0 fill value.
+    Pad {
+        paddings: Vec<(u64, u64)>,
+    },
+    /// Inputs: the tensor and an i32/i64 index tensor.
+    Gather {
+        axis: usize,
+    },
+    /// Inputs: the i32/i64 indices, then the rank-0 on and off values.
+    OneHot {
+        depth: u64,
+    },
+    /// `argmax` (or `argmin` when `min`), an i64 result.
+    ArgReduce {
+        axis: usize,
+        min: bool,
+    },
+    /// `start + i * delta` for `i` in `0..n`, `n` the node's one dim.
+    Range {
+        start: Scalar,
+        delta: Scalar,
+    },
+}
+
+impl SelOp {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SelOp::Slice { name, .. } | SelOp::Concat { name, .. } => name,
+            SelOp::Tile { .. } => "tile",
+            SelOp::Pad { .. } => "pad",
+            SelOp::Gather { .. } => "gather",
+            SelOp::OneHot { .. } => "one_hot",
+            SelOp::ArgReduce { min: false, .. } => "argmax",
+            SelOp::ArgReduce { min: true, .. } => "argmin",
+            SelOp::Range { .. } => "range",
+        }
     }
 }
 

@@ -18,6 +18,8 @@ use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
 
 mod inline;
 pub use inline::{Callee, Callees};
+mod selection;
+pub use selection::attrs as selection_attrs;
 
 /// A value a name can hold while lowering.
 #[derive(Debug, Clone)]
@@ -567,7 +569,29 @@ impl Lowerer<'_> {
                         self.bind_pattern(p, v);
                     }
                 }
-                _ => self.diag.error(pt.span(), "the tuple pattern does not match the value's number of elements"),
+                // An error was reported where the value came from: bind every name, quietly.
+                Value::Tensor(id) if self.graph.node(id).poisoned => {
+                    for p in &pt.elems {
+                        self.bind_pattern(p, Value::Tensor(id));
+                    }
+                }
+                other => {
+                    let found = match &other {
+                        Value::Tuple(vs) => format!("a tuple of {}", vs.len()),
+                        _ => "a single value".to_string(),
+                    };
+                    self.diag.error(
+                        pt.span(),
+                        format!(
+                            "the tuple pattern has {} elements but the value is {found}",
+                            pt.elems.len()
+                        ),
+                    );
+                    let poisoned = Value::Tensor(self.poisoned(pt.span()));
+                    for p in &pt.elems {
+                        self.bind_pattern(p, poisoned.clone());
+                    }
+                }
             },
             Pat::Paren(p) => self.bind_pattern(&p.pat, value),
             other => self.diag.error(other.span(), "only names, `_` and tuples of names are supported in `let` patterns of a `#[graph]` body"),
@@ -760,6 +784,7 @@ impl Lowerer<'_> {
             Expr::Binary(b) => self.lower_binary(b),
             Expr::Unary(u) => self.lower_unary(u),
             Expr::Call(c) => self.lower_call(c),
+            Expr::Index(ix) => self.lower_index(ix),
             Expr::If(i) => self.lower_if(i),
             Expr::Assign(_) | Expr::ForLoop(_) => {
                 self.diag.error(
@@ -779,7 +804,6 @@ impl Lowerer<'_> {
                     Expr::Return(_) => "early `return` is not supported".into(),
                     Expr::Closure(_) => "closures are not supported".into(),
                     Expr::Macro(_) => "macros are not supported".into(),
-                    Expr::Index(_) => "indexing is not supported".into(),
                     Expr::Reference(_) => "references are not supported".into(),
                     Expr::Break(_) | Expr::Continue(_) => {
                         "`break` and `continue` are not supported".into()
@@ -1409,6 +1433,9 @@ impl Lowerer<'_> {
             let n = self.graph.node(x).clone();
             let r = infer::unary(u.name(), u.needs_float(), (n.dtype, &n.shape));
             return Value::Tensor(self.typed(Op::Unary(u), vec![x], r, span));
+        }
+        if let Some(v) = self.selection_call(&name, &args, span, turbofish.as_ref()) {
+            return v;
         }
         let id = match name.as_str() {
             "pow" | "maximum" | "minimum" => {

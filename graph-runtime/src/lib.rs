@@ -16,6 +16,7 @@ pub mod matmul;
 pub mod parallel;
 pub mod profile;
 pub mod reduce;
+pub mod selection;
 pub mod session;
 pub mod softmax;
 pub mod tensorboard;

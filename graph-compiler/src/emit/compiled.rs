@@ -8,6 +8,8 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashMap;
 
+pub mod selection;
+
 /// How a materialised value is held in the emitted code.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Store {
@@ -826,6 +828,7 @@ impl<'a> Emitter<'a> {
             }
             GroupKind::Assert => self.assert(g),
             GroupKind::Cond => self.cond(g),
+            GroupKind::Selection => self.selection(g),
         }
     }
 

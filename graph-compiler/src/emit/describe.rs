@@ -102,6 +102,7 @@ pub fn body(
             Op::Softmax { axis, .. } => vec![("axis".into(), axis.to_string())],
             Op::Assert { message, .. } => vec![("message".into(), message.clone())],
             Op::Host { expr } => vec![("expr".into(), expr.clone())],
+            Op::Sel(s) => crate::lower::selection_attrs(s),
             Op::CondOut { cond, index } => vec![
                 (
                     "cond".into(),

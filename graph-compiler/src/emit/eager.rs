@@ -6,6 +6,8 @@ use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
 
+mod selection;
+
 fn e(id: NodeId) -> Ident {
     format_ident!("e{}", id.0)
 }
@@ -158,6 +160,10 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             let f = format_ident!("{}", kind.name());
             let line = n.line;
             return quote!(#ev::#f(#(#ins,)* #message).map_err(|e| e.at_line(#line))?;);
+        }
+        Op::Sel(_) => {
+            let names: Vec<Ident> = n.inputs.iter().map(|&i| e(i)).collect();
+            selection::value(n, &names)
         }
         Op::CondOut { .. } => unreachable!("conds are emitted whole"),
     };

@@ -14,11 +14,13 @@ mod elementwise;
 mod linalg;
 mod nn;
 mod reduce;
+mod selection;
 
 pub use elementwise::*;
 pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
+pub use selection::*;
 
 /// Anything an eager op can read as a dynamic-rank view without copying.
 pub trait IntoView<'a, T> {

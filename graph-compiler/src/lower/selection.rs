@@ -1,0 +1,1177 @@
+//! Lowering of the selection and assembly ops, each with its shape rule: indexing with
+//! ndarray's `s![..]`, `slice`, `strided_slice`, `concat`, `stack`, `split`, `tile`, `pad`,
+//! `expand_dims`, `squeeze`, `gather`, `one_hot`, `argmax`/`argmin` and `range`.
+//!
+//! Static bounds are checked here (an index out of range is an error at the index); bounds
+//! on a symbolic dim are allowed when the result's size does not depend on the symbol, and
+//! the kernel checks them against the run-time size (an `Err`, never a panic).
+
+use super::{Lowerer, Span, Value};
+use crate::ir::*;
+use proc_macro2::{TokenStream, TokenTree};
+use syn::Expr;
+
+/// An index that is known now or read at run time from a rank-0 integer node.
+enum IndexValue {
+    Static(i64),
+    Dynamic(NodeId),
+}
+
+/// The size of a slice along one axis of size `len` (TF and ndarray's rules, as the kernel).
+fn static_count(spec: SliceSpec, len: u64, axis: usize) -> Result<Option<u64>, String> {
+    let n = len as i64;
+    let from_end = |v: i64| if v < 0 { v + n } else { v };
+    match spec {
+        SliceSpec::IndexInput(_) => Ok(None),
+        SliceSpec::Index(i) => {
+            let at = from_end(i);
+            if at < 0 || at >= n {
+                return Err(format!(
+                    "index {i} is out of range for axis {axis} of size {len}"
+                ));
+            }
+            Ok(None)
+        }
+        SliceSpec::Range { start, end, step } => {
+            if step == 0 {
+                return Err(format!("the step of axis {axis} is 0"));
+            }
+            let first = from_end(start);
+            if first < 0 || first > n {
+                return Err(format!(
+                    "slice start {start} is out of range for axis {axis} of size {len}"
+                ));
+            }
+            let last = match end {
+                None => n,
+                Some(e) => {
+                    let last = from_end(e);
+                    if last < 0 || last > n {
+                        return Err(format!(
+                            "slice end {e} is out of range for axis {axis} of size {len}"
+                        ));
+                    }
+                    last
+                }
+            };
+            let m = (last - first).max(0) as u64;
+            Ok(Some(m.div_ceil(step.unsigned_abs())))
+        }
+        SliceSpec::Strided { begin, end, stride } => {
+            if stride == 0 {
+                return Err(format!("the stride of axis {axis} is 0"));
+            }
+            let (b, e) = (from_end(begin), from_end(end));
+            let count = if stride > 0 {
+                let (b, e) = (b.clamp(0, n), e.clamp(0, n));
+                if e > b {
+                    (e - b - 1) / stride + 1
+                } else {
+                    0
+                }
+            } else {
+                let (b, e) = (b.clamp(-1, n - 1), e.clamp(-1, n - 1));
+                if b > e {
+                    (b - e - 1) / (-stride) + 1
+                } else {
+                    0
+                }
+            };
+            Ok(Some(count as u64))
+        }
+    }
+}
+
+/// The size of a slice along a symbolic axis `sym`: the whole axis, or a count that does not
+/// depend on the symbol (both bounds counted from the same end); the kernel checks the bounds.
+fn symbolic_count(spec: SliceSpec, dim: &Dim, axis: usize) -> Result<Option<Dim>, String> {
+    let sym = dim.to_string();
+    let depends = || {
+        format!(
+            "the size of this slice of axis {axis} depends on the symbolic dim `{sym}`; use bounds counted from the same end (`0..10`, `-3..`) or the whole axis (`..`, `..;-1`)"
+        )
+    };
+    match spec {
+        SliceSpec::Index(_) | SliceSpec::IndexInput(_) => Ok(None),
+        SliceSpec::Range { step: 0, .. } => Err(format!("the step of axis {axis} is 0")),
+        SliceSpec::Range {
+            start: 0,
+            end: None,
+            step,
+        } => {
+            if step.unsigned_abs() == 1 {
+                Ok(Some(dim.clone()))
+            } else {
+                Err(format!(
+                    "a step of {step} over the whole symbolic axis {axis} (`{sym}`) gives a size that is not a dim grafo can name; slice a static range"
+                ))
+            }
+        }
+        SliceSpec::Range { start, end, step } => {
+            let m = match end {
+                Some(e) if (start >= 0) == (e >= 0) => (e - start).max(0),
+                None if start < 0 => -start,
+                _ => return Err(depends()),
+            };
+            Ok(Some(Dim::Const((m as u64).div_ceil(step.unsigned_abs()))))
+        }
+        SliceSpec::Strided { stride: 0, .. } => Err(format!("the stride of axis {axis} is 0")),
+        SliceSpec::Strided { begin, end, stride } => {
+            if (begin >= 0) != (end >= 0) {
+                return Err(depends());
+            }
+            let count = if stride > 0 {
+                if end > begin {
+                    (end - begin - 1) / stride + 1
+                } else {
+                    0
+                }
+            } else if begin > end {
+                (begin - end - 1) / (-stride) + 1
+            } else {
+                0
+            };
+            Ok(Some(Dim::Const(count as u64)))
+        }
+    }
+}
+
+/// The shape of a slice of `shape` (axes past `axes` are kept whole), or the message of the
+/// axis at fault with that axis.
+fn slice_shape(shape: &[Dim], axes: &[SliceSpec]) -> Result<Shape, (usize, String)> {
+    let mut out = Vec::new();
+    for (a, d) in shape.iter().enumerate() {
+        let spec = axes.get(a).copied().unwrap_or(SliceSpec::Range {
+            start: 0,
+            end: None,
+            step: 1,
+        });
+        let dim = match d {
+            Dim::Const(n) => static_count(spec, *n, a).map(|c| c.map(Dim::Const)),
+            symbolic => symbolic_count(spec, symbolic, a),
+        }
+        .map_err(|m| (a, m))?;
+        out.extend(dim);
+    }
+    Ok(out)
+}
+
+/// The entries of `s![...]`: split at top-level commas, each at its `;` (the step).
+fn s_entries(tokens: TokenStream) -> Vec<(TokenStream, Option<TokenStream>)> {
+    let mut entries = Vec::new();
+    let mut range = TokenStream::new();
+    let mut step: Option<TokenStream> = None;
+    let mut flush = |range: &mut TokenStream, step: &mut Option<TokenStream>| {
+        entries.push((std::mem::take(range), step.take()));
+    };
+    let mut any = false;
+    for tt in tokens {
+        any = true;
+        match &tt {
+            TokenTree::Punct(p) if p.as_char() == ',' => flush(&mut range, &mut step),
+            TokenTree::Punct(p) if p.as_char() == ';' && step.is_none() => {
+                step = Some(TokenStream::new())
+            }
+            _ => match &mut step {
+                Some(s) => s.extend([tt]),
+                None => range.extend([tt]),
+            },
+        }
+    }
+    if any && (!range.is_empty() || step.is_some()) {
+        flush(&mut range, &mut step);
+    }
+    entries
+}
+
+impl Lowerer<'_> {
+    /// A node for selection op `op` unless an input is poisoned.
+    fn sel_node(
+        &mut self,
+        op: SelOp,
+        inputs: Vec<NodeId>,
+        dtype: DType,
+        shape: Shape,
+        span: Span,
+    ) -> NodeId {
+        if self.is_poisoned(&inputs) {
+            return self.poisoned(span);
+        }
+        self.push(Op::Sel(op), inputs, dtype, shape, span)
+    }
+
+    /// A `reshape` view of `x` to `shape` (`expand_dims`, `squeeze`, `stack`'s new axis).
+    fn view_as(&mut self, x: NodeId, shape: Shape, span: Span) -> NodeId {
+        if self.is_poisoned(&[x]) {
+            return self.poisoned(span);
+        }
+        let dt = self.graph.node(x).dtype;
+        self.push(Op::Reshape, vec![x], dt, shape, span)
+    }
+
+    fn sel_error(&mut self, at: Span, msg: impl Into<String>, span: Span) -> Value {
+        self.diag.error(at, msg.into());
+        Value::Tensor(self.poisoned(span))
+    }
+
+    /// An operand as a concrete (non-weak) tensor node with its node.
+    fn sel_operand(&mut self, e: &Expr) -> (NodeId, Node) {
+        let x = self.operand(e);
+        let x = self.concrete(x);
+        (x, self.graph.node(x).clone())
+    }
+
+    /// An axis literal in `-rank..rank` (`-rank-1..=rank` where a new axis is inserted).
+    fn sel_axis(&mut self, op: &str, e: &Expr, rank: usize) -> Option<usize> {
+        let Some(a) = self.literal_int(e) else {
+            self.diag
+                .error(e.span(), format!("`{op}` axis must be an integer literal"));
+            return None;
+        };
+        let r = rank as i64;
+        if a < -r || a >= r {
+            let msg = if rank == 0 {
+                format!("`{op}` axis {a} is out of range: the tensor has rank 0")
+            } else {
+                format!(
+                    "`{op}` axis {a} is out of range for rank {rank} (axes are {}..={})",
+                    -r,
+                    r - 1
+                )
+            };
+            self.diag.error(e.span(), msg);
+            return None;
+        }
+        Some(if a < 0 { (a + r) as usize } else { a as usize })
+    }
+
+    /// A static or run-time index: a literal, a `for` variable, a `const`, or a rank-0 integer value.
+    fn index_value(&mut self, e: &Expr) -> Option<IndexValue> {
+        let id = self.operand(e);
+        let n = self.graph.node(id).clone();
+        if n.poisoned {
+            return None;
+        }
+        if let Op::Const { value, .. } = n.op {
+            return match value {
+                Scalar::Int(v) => Some(IndexValue::Static(v)),
+                _ => {
+                    self.diag.error(
+                        e.span(),
+                        format!("an index must be an integer, found `{value}`"),
+                    );
+                    None
+                }
+            };
+        }
+        if !n.dtype.is_int() || !n.shape.is_empty() {
+            self.diag.error(
+                e.span(),
+                format!(
+                    "an index must be an integer: a literal, a `for` variable, a host integer or a rank-0 integer tensor; found {}",
+                    type_str(n.dtype, &n.shape)
+                ),
+            );
+            return None;
+        }
+        Some(IndexValue::Dynamic(id))
+    }
+
+    /// `x[s![...]]`: ndarray's slicing syntax (an index drops the axis; `a..b;step` as ndarray).
+    pub(super) fn lower_index(&mut self, ix: &syn::ExprIndex) -> Value {
+        let span = ix.span();
+        let mac = match &*ix.index {
+            Expr::Macro(m) if m.mac.path.is_ident("s") => &m.mac,
+            other => return self.sel_error(
+                other.span(),
+                "a tensor is indexed with ndarray's `s![...]` macro, e.g. `x[s![.., t, 0..10;2]]`",
+                span,
+            ),
+        };
+        let (x, xn) = self.sel_operand(&ix.expr);
+        let entries = s_entries(mac.tokens.clone());
+        if entries.len() > xn.shape.len() && !xn.poisoned {
+            let msg = format!(
+                "`s![...]` has {} entries but the tensor is {} (rank {})",
+                entries.len(),
+                type_str(xn.dtype, &xn.shape),
+                xn.shape.len()
+            );
+            return self.sel_error(mac.span(), msg, span);
+        }
+        let mut axes = Vec::new();
+        let mut inputs = vec![x];
+        let mut spans = Vec::new();
+        for (range, step_tokens) in &entries {
+            let entry_span = Span::of(&quote::quote!(#range));
+            spans.push(entry_span);
+            let expr: Expr = match syn::parse2(range.clone()) {
+                Ok(e) => e,
+                Err(_) => {
+                    return self.sel_error(
+                        entry_span,
+                        "expected an index or a range (`..`, `a..`, `..b`, `a..b`, `a..=b`), optionally with `;step`",
+                        span,
+                    )
+                }
+            };
+            let step = match step_tokens {
+                None => 1,
+                Some(s) => {
+                    let step_span = Span::of(s);
+                    match syn::parse2::<Expr>(s.clone())
+                        .ok()
+                        .and_then(|e| self.literal_int(&e))
+                    {
+                        Some(v) => v,
+                        None => {
+                            return self.sel_error(
+                                step_span,
+                                "a slice step must be an integer literal or a `const`",
+                                span,
+                            )
+                        }
+                    }
+                }
+            };
+            let spec = match &expr {
+                Expr::Range(r) => {
+                    let bound = |lw: &mut Self, e: &Option<Box<Expr>>| -> Result<Option<i64>, ()> {
+                        let Some(e) = e else { return Ok(None) };
+                        match lw.index_value(e) {
+                            Some(IndexValue::Static(v)) => Ok(Some(v)),
+                            Some(IndexValue::Dynamic(_)) => {
+                                lw.diag.error(e.span(), "a range bound must be known at compile time (a literal, a `for` variable or a `const`); only a single index may be a run-time value");
+                                Err(())
+                            }
+                            None => Err(()),
+                        }
+                    };
+                    let (Ok(start), Ok(end)) = (bound(self, &r.start), bound(self, &r.end)) else {
+                        return Value::Tensor(self.poisoned(span));
+                    };
+                    let end = match (&r.limits, end) {
+                        (syn::RangeLimits::Closed(_), Some(-1)) => None,
+                        (syn::RangeLimits::Closed(_), Some(e)) => Some(e + 1),
+                        (_, e) => e,
+                    };
+                    SliceSpec::Range {
+                        start: start.unwrap_or(0),
+                        end,
+                        step,
+                    }
+                }
+                index => {
+                    if step_tokens.is_some() {
+                        return self.sel_error(
+                            entry_span,
+                            "a step (`;n`) needs a range (`a..b;n`), not an index",
+                            span,
+                        );
+                    }
+                    match self.index_value(index) {
+                        Some(IndexValue::Static(v)) => SliceSpec::Index(v),
+                        Some(IndexValue::Dynamic(id)) => {
+                            inputs.push(id);
+                            SliceSpec::IndexInput(inputs.len() - 1)
+                        }
+                        None => return Value::Tensor(self.poisoned(span)),
+                    }
+                }
+            };
+            axes.push(spec);
+        }
+        if xn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        match slice_shape(&xn.shape, &axes) {
+            Ok(shape) => {
+                let op = SelOp::Slice {
+                    name: "index",
+                    axes,
+                };
+                Value::Tensor(self.sel_node(op, inputs, xn.dtype, shape, span))
+            }
+            Err((a, msg)) => {
+                let msg = format!("{msg} (the tensor is {})", type_str(xn.dtype, &xn.shape));
+                self.sel_error(spans[a], msg, span)
+            }
+        }
+    }
+
+    /// Lowers a call of a selection op, or returns `None` when `name` is not one.
+    pub(super) fn selection_call(
+        &mut self,
+        name: &str,
+        args: &[&Expr],
+        span: Span,
+        turbofish: Option<&(String, Span)>,
+    ) -> Option<Value> {
+        let usage = match name {
+            "slice" => "a tensor, `[begin]` and `[size]` (size -1 takes the rest of the axis)",
+            "strided_slice" => "a tensor, `[begin]`, `[end]` and `[strides]`",
+            "concat" => "a list of tensors `[a, b]` and an axis",
+            "stack" => "a list of tensors `[a, b]` and optionally an axis (default 0)",
+            "split" => "a tensor, a number of pieces (or a list of sizes) and optionally an axis (default 0)",
+            "tile" => "a tensor and `[multiples]`",
+            "pad" => "a tensor, `[[before, after], ...]` and optionally a constant value",
+            "expand_dims" => "a tensor and an axis",
+            "squeeze" => "a tensor and optionally an axis or `[axes]`",
+            "gather" => "a tensor, an integer index tensor and optionally an axis (default 0)",
+            "one_hot" => "integer indices, a depth, and optionally the on and off values",
+            "argmax" | "argmin" => "a tensor and optionally an axis (default 0)",
+            "range" => "`n`, or `start, limit` and optionally `delta`",
+            _ => return None,
+        };
+        let (lo, hi) = match name {
+            "slice" => (3, 3),
+            "strided_slice" => (4, 4),
+            "concat" => (2, 2),
+            "stack" | "expand_dims" | "tile" => (if name == "stack" { 1 } else { 2 }, 2),
+            "split" => (2, 3),
+            "pad" => (2, 3),
+            "squeeze" | "argmax" | "argmin" => (1, 2),
+            "gather" => (2, 3),
+            "one_hot" => (2, 4),
+            "range" => (1, 3),
+            _ => unreachable!("listed above"),
+        };
+        if args.len() < lo || args.len() > hi || (name == "one_hot" && args.len() == 3) {
+            let msg = format!("`{name}` takes {usage}; found {} argument(s)", args.len());
+            return Some(self.sel_error(span, msg, span));
+        }
+        Some(match name {
+            "slice" | "strided_slice" => self.lower_tf_slice(name, args, span),
+            "concat" | "stack" => self.lower_concat(name, args, span),
+            "split" => self.lower_split(args, span),
+            "tile" => self.lower_tile(args, span),
+            "pad" => self.lower_pad(args, span),
+            "expand_dims" | "squeeze" => self.lower_expand_squeeze(name, args, span),
+            "gather" => self.lower_gather(args, span),
+            "one_hot" => self.lower_one_hot(args, span, turbofish),
+            "argmax" | "argmin" => self.lower_arg_reduce(name, args, span),
+            _ => self.lower_range(args, span, turbofish),
+        })
+    }
+
+    fn int_list_exact(&mut self, e: &Expr) -> Option<Vec<i64>> {
+        if !matches!(e, Expr::Array(_)) {
+            self.diag
+                .error(e.span(), "expected a list of integer literals (`[0, 2]`)");
+            return None;
+        }
+        self.int_list(e)
+    }
+
+    fn lower_tf_slice(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let lists: Option<Vec<Vec<i64>>> =
+            args[1..].iter().map(|a| self.int_list_exact(a)).collect();
+        let Some(lists) = lists else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        if xn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        let rank = xn.shape.len();
+        let ty = type_str(xn.dtype, &xn.shape);
+        let mut axes = Vec::new();
+        if name == "slice" {
+            let (begin, size) = (&lists[0], &lists[1]);
+            for (k, list) in [begin, size].into_iter().enumerate() {
+                if list.len() != rank {
+                    let what = if k == 0 { "begin" } else { "size" };
+                    let msg = format!(
+                        "`slice` needs one `{what}` entry per axis: the tensor is {ty} (rank {rank}), `{what}` has {}",
+                        list.len()
+                    );
+                    return self.sel_error(args[1 + k].span(), msg, span);
+                }
+            }
+            for a in 0..rank {
+                let (b, s) = (begin[a], size[a]);
+                let bad = b < 0 || s < -1;
+                let fits = match &xn.shape[a] {
+                    Dim::Const(d) => {
+                        let d = *d as i64;
+                        b <= d && (s == -1 || b + s <= d)
+                    }
+                    _ => true,
+                };
+                if bad || !fits {
+                    let msg = format!(
+                        "`slice` axis {a}: begin {b} and size {s} do not fit in {} (TF needs 0 <= begin <= begin + size <= dim, size -1 for the rest); the tensor is {ty}",
+                        xn.shape[a]
+                    );
+                    return self.sel_error(args[1].span(), msg, span);
+                }
+                axes.push(SliceSpec::Range {
+                    start: b,
+                    end: if s == -1 { None } else { Some(b + s) },
+                    step: 1,
+                });
+            }
+        } else {
+            let n = lists[0].len();
+            if lists.iter().any(|l| l.len() != n) || n > rank {
+                let msg = format!(
+                    "`strided_slice` needs `begin`, `end` and `strides` of one length, at most the rank {rank} of {ty}; found {}, {} and {}",
+                    lists[0].len(),
+                    lists[1].len(),
+                    lists[2].len()
+                );
+                return self.sel_error(span, msg, span);
+            }
+            for ((&begin, &end), &stride) in lists[0].iter().zip(&lists[1]).zip(&lists[2]) {
+                axes.push(SliceSpec::Strided { begin, end, stride });
+            }
+        }
+        let op_name: &'static str = if name == "slice" {
+            "slice"
+        } else {
+            "strided_slice"
+        };
+        match slice_shape(&xn.shape, &axes) {
+            Ok(shape) => {
+                let op = SelOp::Slice {
+                    name: op_name,
+                    axes,
+                };
+                Value::Tensor(self.sel_node(op, vec![x], xn.dtype, shape, span))
+            }
+            Err((_, msg)) => {
+                let msg = format!("`{name}`: {msg} (the tensor is {ty})");
+                self.sel_error(args[1].span(), msg, span)
+            }
+        }
+    }
+
+    fn lower_concat(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
+        let Expr::Array(list) = args[0] else {
+            let msg = format!("`{name}` takes a list of tensors `[a, b, ...]` first");
+            return self.sel_error(args[0].span(), msg, span);
+        };
+        if list.elems.is_empty() {
+            let msg = format!("`{name}` needs at least one tensor");
+            return self.sel_error(args[0].span(), msg, span);
+        }
+        let parts: Vec<(NodeId, Node, Span)> = list
+            .elems
+            .iter()
+            .map(|e| {
+                let (id, n) = self.sel_operand(e);
+                (id, n, e.span())
+            })
+            .collect();
+        if parts.iter().any(|p| p.1.poisoned) {
+            return Value::Tensor(self.poisoned(span));
+        }
+        let first = parts[0].1.clone();
+        let ty0 = type_str(first.dtype, &first.shape);
+        let stack = name == "stack";
+        let rank = first.shape.len() + usize::from(stack);
+        if !stack && rank == 0 {
+            let msg =
+                format!("`concat` joins tensors along an axis; the first is a scalar ({ty0})");
+            return self.sel_error(parts[0].2, msg, span);
+        }
+        let axis = match args.get(1) {
+            Some(a) => match self.sel_axis(name, a, rank) {
+                Some(a) => a,
+                None => return Value::Tensor(self.poisoned(span)),
+            },
+            None => 0,
+        };
+        for (k, (_, n, at)) in parts.iter().enumerate().skip(1) {
+            let ty = type_str(n.dtype, &n.shape);
+            if n.dtype != first.dtype {
+                let msg = format!("`{name}` operands must have one dtype: operand 0 is {ty0}, operand {k} is {ty}");
+                return self.sel_error(*at, msg, span);
+            }
+            let agree = if stack {
+                n.shape == first.shape
+            } else {
+                n.shape.len() == first.shape.len()
+                    && n.shape
+                        .iter()
+                        .zip(&first.shape)
+                        .enumerate()
+                        .all(|(a, (x, y))| a == axis || x == y)
+            };
+            if !agree {
+                let msg = if stack {
+                    format!("`stack` operands must have one shape: operand 0 is {ty0}, operand {k} is {ty}")
+                } else {
+                    format!("`concat` operands must agree on every axis but {axis}: operand 0 is {ty0}, operand {k} is {ty}")
+                };
+                return self.sel_error(*at, msg, span);
+            }
+        }
+        let mut inputs = Vec::new();
+        if stack {
+            let mut shape = first.shape.clone();
+            shape.insert(axis, Dim::Const(1));
+            for (id, _, at) in &parts {
+                inputs.push(self.view_as(*id, shape.clone(), *at));
+            }
+        } else {
+            inputs = parts.iter().map(|p| p.0).collect();
+        }
+        let mut shape = if stack {
+            let mut s = first.shape.clone();
+            s.insert(axis, Dim::Const(0));
+            s
+        } else {
+            first.shape.clone()
+        };
+        let mut total = 0u64;
+        let mut sym: Option<Dim> = None;
+        for (_, n, _) in &parts {
+            let d = if stack {
+                Dim::Const(1)
+            } else {
+                n.shape[axis].clone()
+            };
+            match d {
+                Dim::Const(c) => total += c,
+                s if sym.is_none() => sym = Some(s),
+                s => {
+                    let msg = format!("`concat` along axis {axis} would add `{}` and `{s}`, a size that is not a dim grafo can name", sym.map(|d| d.to_string()).unwrap_or_default());
+                    return self.sel_error(span, msg, span);
+                }
+            }
+        }
+        shape[axis] = match sym {
+            None => Dim::Const(total),
+            Some(s) if total == 0 => s,
+            Some(s) => {
+                let msg = format!("`concat` along axis {axis} would give `{s} + {total}`, a size that is not a dim grafo can name (a dim is a constant or one symbol)");
+                return self.sel_error(span, msg, span);
+            }
+        };
+        let op_name: &'static str = if stack { "stack" } else { "concat" };
+        let op = SelOp::Concat {
+            name: op_name,
+            axis,
+        };
+        Value::Tensor(self.sel_node(op, inputs, first.dtype, shape, span))
+    }
+
+    fn lower_split(&mut self, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let rank = xn.shape.len();
+        let axis = match args.get(2) {
+            Some(a) => match self.sel_axis("split", a, rank) {
+                Some(a) => a,
+                None => return Value::Tensor(self.poisoned(span)),
+            },
+            None if rank == 0 => {
+                return self.sel_error(
+                    args[0].span(),
+                    "`split` of a scalar: there is no axis to split",
+                    span,
+                )
+            }
+            None => 0,
+        };
+        let sizes_given = matches!(args[1], Expr::Array(_));
+        let Some(list) = self.int_list(args[1]) else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        if xn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        let ty = type_str(xn.dtype, &xn.shape);
+        let Dim::Const(d) = xn.shape[axis] else {
+            let msg = format!("`split` needs a static size on axis {axis}; the tensor is {ty}");
+            return self.sel_error(args[0].span(), msg, span);
+        };
+        let sizes: Vec<u64> = if sizes_given {
+            if list.iter().any(|&s| s < 0) || list.iter().sum::<i64>() as u64 != d {
+                let msg = format!("`split` sizes {list:?} must be non-negative and add up to {d}, the size of axis {axis} of {ty}");
+                return self.sel_error(args[1].span(), msg, span);
+            }
+            list.iter().map(|&s| s as u64).collect()
+        } else {
+            let n = list[0];
+            if n < 1 || d % n as u64 != 0 {
+                let msg = format!("`split` into {n} equal pieces needs a positive count that divides {d}, the size of axis {axis} of {ty}");
+                return self.sel_error(args[1].span(), msg, span);
+            }
+            vec![d / n as u64; n as usize]
+        };
+        let mut pieces = Vec::new();
+        let mut at = 0u64;
+        for s in sizes {
+            let mut axes = vec![
+                SliceSpec::Range {
+                    start: 0,
+                    end: None,
+                    step: 1
+                };
+                axis + 1
+            ];
+            axes[axis] = SliceSpec::Range {
+                start: at as i64,
+                end: Some((at + s) as i64),
+                step: 1,
+            };
+            let mut shape = xn.shape.clone();
+            shape[axis] = Dim::Const(s);
+            at += s;
+            let op = SelOp::Slice {
+                name: "split",
+                axes,
+            };
+            pieces.push(Value::Tensor(self.sel_node(
+                op,
+                vec![x],
+                xn.dtype,
+                shape,
+                span,
+            )));
+        }
+        Value::Tuple(pieces)
+    }
+
+    fn lower_tile(&mut self, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let Some(m) = self.int_list_exact(args[1]) else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        if xn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        let ty = type_str(xn.dtype, &xn.shape);
+        if m.len() != xn.shape.len() || m.iter().any(|&k| k < 0) {
+            let msg =
+                format!("`tile` needs one non-negative multiple per axis of {ty}; found {m:?}");
+            return self.sel_error(args[1].span(), msg, span);
+        }
+        let mut shape = Vec::new();
+        for (a, (d, &k)) in xn.shape.iter().zip(&m).enumerate() {
+            shape.push(match d {
+                Dim::Const(c) => Dim::Const(c * k as u64),
+                symbolic => match symbolic.times(&Dim::Const(k as u64)) {
+                    Some(d) => d,
+                    None => {
+                        let msg = format!("`tile` of axis {a} (`{symbolic}`) by {k} overflows");
+                        return self.sel_error(args[1].span(), msg, span);
+                    }
+                },
+            });
+        }
+        let op = SelOp::Tile {
+            multiples: m.iter().map(|&k| k as u64).collect(),
+        };
+        Value::Tensor(self.sel_node(op, vec![x], xn.dtype, shape, span))
+    }
+
+    fn lower_pad(&mut self, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let pairs_expr = args[1];
+        let bad = |lw: &mut Self| {
+            lw.sel_error(
+                pairs_expr.span(),
+                "`pad` paddings are a list of `[before, after]` pairs of non-negative integer literals, one per axis",
+                span,
+            )
+        };
+        let Expr::Array(rows) = pairs_expr else {
+            return bad(self);
+        };
+        let mut paddings = Vec::new();
+        for row in &rows.elems {
+            let Expr::Array(pair) = row else {
+                return bad(self);
+            };
+            let v: Option<Vec<i64>> = pair.elems.iter().map(|e| self.literal_int(e)).collect();
+            match v.as_deref() {
+                Some(&[b, a]) if b >= 0 && a >= 0 => paddings.push((b as u64, a as u64)),
+                _ => return bad(self),
+            }
+        }
+        let value = match args.get(2) {
+            Some(v) => {
+                let id = self.operand(v);
+                self.resolve_weak_to(id, xn.dtype, v.span())
+            }
+            None => {
+                let zero = Scalar::Int(0).convert(xn.dtype);
+                self.push(
+                    Op::Const {
+                        value: zero,
+                        weak: false,
+                    },
+                    vec![],
+                    xn.dtype,
+                    vec![],
+                    span,
+                )
+            }
+        };
+        let vn = self.graph.node(value).clone();
+        if xn.poisoned || vn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        let ty = type_str(xn.dtype, &xn.shape);
+        if paddings.len() != xn.shape.len() {
+            let msg = format!(
+                "`pad` needs one `[before, after]` pair per axis of {ty}; found {}",
+                paddings.len()
+            );
+            return self.sel_error(pairs_expr.span(), msg, span);
+        }
+        if vn.dtype != xn.dtype || !vn.shape.is_empty() {
+            let msg = format!(
+                "the `pad` value must be a scalar of the tensor's dtype {}; found {}",
+                xn.dtype,
+                type_str(vn.dtype, &vn.shape)
+            );
+            return self.sel_error(args[2].span(), msg, span);
+        }
+        let mut shape = Vec::new();
+        for (a, (d, (b, e))) in xn.shape.iter().zip(&paddings).enumerate() {
+            shape.push(match d {
+                Dim::Const(c) => Dim::Const(c + b + e),
+                _ if b + e == 0 => d.clone(),
+                s => {
+                    let msg = format!("padding the symbolic axis {a} (`{s}`) gives a size that is not a dim grafo can name; pad only static axes");
+                    return self.sel_error(pairs_expr.span(), msg, span);
+                }
+            });
+        }
+        let op = SelOp::Pad { paddings };
+        Value::Tensor(self.sel_node(op, vec![x, value], xn.dtype, shape, span))
+    }
+
+    fn lower_expand_squeeze(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let rank = xn.shape.len();
+        let ty = type_str(xn.dtype, &xn.shape);
+        if name == "expand_dims" {
+            let Some(axis) = self.sel_axis(name, args[1], rank + 1) else {
+                return Value::Tensor(self.poisoned(span));
+            };
+            let mut shape = xn.shape.clone();
+            shape.insert(axis, Dim::Const(1));
+            return Value::Tensor(self.view_as(x, shape, span));
+        }
+        let drop: Vec<usize> = match args.get(1) {
+            None => (0..rank)
+                .filter(|&a| xn.shape[a] == Dim::Const(1))
+                .collect(),
+            Some(a) => {
+                let Some(list) = self.int_list(a) else {
+                    return Value::Tensor(self.poisoned(span));
+                };
+                let mut v = Vec::new();
+                for k in list {
+                    let r = rank as i64;
+                    if k < -r || k >= r {
+                        let msg = format!("`squeeze` axis {k} is out of range for {ty}");
+                        return self.sel_error(a.span(), msg, span);
+                    }
+                    let k = if k < 0 { (k + r) as usize } else { k as usize };
+                    if xn.shape[k] != Dim::Const(1) {
+                        let msg = format!(
+                            "`squeeze` axis {k} has size {}, not 1 (the tensor is {ty})",
+                            xn.shape[k]
+                        );
+                        return self.sel_error(a.span(), msg, span);
+                    }
+                    v.push(k);
+                }
+                v
+            }
+        };
+        let shape: Shape = (0..rank)
+            .filter(|a| !drop.contains(a))
+            .map(|a| xn.shape[a].clone())
+            .collect();
+        Value::Tensor(self.view_as(x, shape, span))
+    }
+
+    fn lower_gather(&mut self, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let (ind, indn) = self.sel_operand(args[1]);
+        let axis = match args.get(2) {
+            Some(a) => self.sel_axis("gather", a, xn.shape.len()),
+            None if xn.shape.is_empty() => {
+                self.diag.error(
+                    args[0].span(),
+                    "`gather` needs a tensor of rank 1 or more; found a scalar",
+                );
+                None
+            }
+            None => Some(0),
+        };
+        let Some(axis) = axis else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        if xn.poisoned || indn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        if !indn.dtype.is_int() {
+            let msg = format!(
+                "`gather` indices must be i32 or i64; found {}",
+                type_str(indn.dtype, &indn.shape)
+            );
+            return self.sel_error(args[1].span(), msg, span);
+        }
+        let mut shape = xn.shape[..axis].to_vec();
+        shape.extend(indn.shape.iter().cloned());
+        shape.extend(xn.shape[axis + 1..].iter().cloned());
+        let op = SelOp::Gather { axis };
+        Value::Tensor(self.sel_node(op, vec![x, ind], xn.dtype, shape, span))
+    }
+
+    fn lower_one_hot(
+        &mut self,
+        args: &[&Expr],
+        span: Span,
+        turbofish: Option<&(String, Span)>,
+    ) -> Value {
+        let (ind, indn) = self.sel_operand(args[0]);
+        let depth = match self.literal_int(args[1]) {
+            Some(d) if d >= 0 => d as u64,
+            _ => {
+                return self.sel_error(
+                    args[1].span(),
+                    "`one_hot` depth must be a non-negative integer literal or `const`",
+                    span,
+                )
+            }
+        };
+        let dt = match turbofish {
+            None => None,
+            Some((t, ts)) => match DType::from_name(t) {
+                Some(d) => Some(d),
+                None => {
+                    let msg = format!("unknown dtype `{t}`: one of f32, f64, i32, i64, bool");
+                    return self.sel_error(*ts, msg, span);
+                }
+            },
+        };
+        let (on, off) = if args.len() == 4 {
+            let (a, b) = (self.operand(args[2]), self.operand(args[3]));
+            let (a, b) = self.coerce(a, b, span);
+            match dt {
+                Some(dt) => (
+                    self.resolve_weak_to(a, dt, span),
+                    self.resolve_weak_to(b, dt, span),
+                ),
+                None => (self.concrete(a), self.concrete(b)),
+            }
+        } else {
+            let dt = dt.unwrap_or(DType::F32);
+            let mut c = |v: i64| {
+                self.push(
+                    Op::Const {
+                        value: Scalar::Int(v).convert(dt),
+                        weak: false,
+                    },
+                    vec![],
+                    dt,
+                    vec![],
+                    span,
+                )
+            };
+            (c(1), c(0))
+        };
+        let (onn, offn) = (self.graph.node(on).clone(), self.graph.node(off).clone());
+        if indn.poisoned || onn.poisoned || offn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        if !indn.dtype.is_int() {
+            let msg = format!(
+                "`one_hot` indices must be i32 or i64; found {}",
+                type_str(indn.dtype, &indn.shape)
+            );
+            return self.sel_error(args[0].span(), msg, span);
+        }
+        if !onn.shape.is_empty() || !offn.shape.is_empty() || onn.dtype != offn.dtype {
+            let msg = format!(
+                "`one_hot` on and off values must be scalars of one dtype; found {} and {}",
+                type_str(onn.dtype, &onn.shape),
+                type_str(offn.dtype, &offn.shape)
+            );
+            return self.sel_error(args[2].span(), msg, span);
+        }
+        let mut shape = indn.shape.clone();
+        shape.push(Dim::Const(depth));
+        let op = SelOp::OneHot { depth };
+        Value::Tensor(self.sel_node(op, vec![ind, on, off], onn.dtype, shape, span))
+    }
+
+    fn lower_arg_reduce(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
+        let (x, xn) = self.sel_operand(args[0]);
+        let rank = xn.shape.len();
+        let axis = match args.get(1) {
+            Some(a) => self.sel_axis(name, a, rank),
+            None if rank == 0 => {
+                let msg = format!("`{name}` needs a tensor of rank 1 or more; found a scalar");
+                self.diag.error(args[0].span(), msg);
+                None
+            }
+            None => Some(0),
+        };
+        let Some(axis) = axis else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        if xn.poisoned {
+            return Value::Tensor(self.poisoned(span));
+        }
+        let ty = type_str(xn.dtype, &xn.shape);
+        if xn.dtype == DType::Bool {
+            let msg = format!("`{name}` needs a number tensor; found {ty}");
+            return self.sel_error(args[0].span(), msg, span);
+        }
+        let mut shape = xn.shape.clone();
+        shape.remove(axis);
+        let out_empty = shape.contains(&Dim::Const(0));
+        if xn.shape[axis] == Dim::Const(0) && !out_empty {
+            let msg = format!("`{name}` over the empty axis {axis} of {ty} has no answer");
+            return self.sel_error(args.get(1).map_or(span, |a| a.span()), msg, span);
+        }
+        let op = SelOp::ArgReduce {
+            axis,
+            min: name == "argmin",
+        };
+        Value::Tensor(self.sel_node(op, vec![x], DType::I64, shape, span))
+    }
+
+    /// A `range` argument: an integer or float literal (or `const`), or a symbol for `n`.
+    fn range_arg(&mut self, e: &Expr) -> Option<Result<Scalar, String>> {
+        if let Expr::Path(p) = e {
+            if let Some(id) = p.path.get_ident() {
+                let s = id.to_string();
+                if self.symbols.contains(&s) {
+                    return Some(Err(s));
+                }
+            }
+        }
+        let id = self.operand(e);
+        match self.graph.node(id).op {
+            Op::Const { value, .. } if !matches!(value, Scalar::Bool(_)) => Some(Ok(value)),
+            _ => {
+                self.diag.error(e.span(), "a `range` argument must be a number literal, a `const` or a `for` variable (or, for `n`, a symbolic dim of the signature)");
+                None
+            }
+        }
+    }
+
+    fn lower_range(
+        &mut self,
+        args: &[&Expr],
+        span: Span,
+        turbofish: Option<&(String, Span)>,
+    ) -> Value {
+        let vals: Option<Vec<Result<Scalar, String>>> =
+            args.iter().map(|a| self.range_arg(a)).collect();
+        let Some(vals) = vals else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        let (start, limit, delta) = match vals.as_slice() {
+            [n] => (Ok(Scalar::Int(0)), n.clone(), Ok(Scalar::Int(1))),
+            [s, l] => (s.clone(), l.clone(), Ok(Scalar::Int(1))),
+            [s, l, d] => (s.clone(), l.clone(), d.clone()),
+            _ => unreachable!("arity checked"),
+        };
+        let any_float = [&start, &limit, &delta]
+            .iter()
+            .any(|v| matches!(v, Ok(Scalar::Float(_))));
+        let dt = match turbofish {
+            Some((t, ts)) => match DType::from_name(t) {
+                Some(DType::Bool) | None => {
+                    let msg =
+                        format!("`range` dtype must be one of i32, i64, f32, f64; found `{t}`");
+                    return self.sel_error(*ts, msg, span);
+                }
+                Some(d) => d,
+            },
+            None if any_float => DType::F32,
+            None => DType::I32,
+        };
+        if any_float && !dt.is_float() {
+            return self.sel_error(
+                span,
+                format!("`range::<{dt}>` takes integer arguments"),
+                span,
+            );
+        }
+        let (Ok(start), Ok(delta)) = (start, delta) else {
+            return self.sel_error(
+                span,
+                "only `n` (or `limit` with start 0 and delta 1) may be a symbolic dim in `range`",
+                span,
+            );
+        };
+        let (start, delta) = (start.convert(dt), delta.convert(dt));
+        let n = match limit {
+            Err(sym) => {
+                if start.as_f64() != 0.0 || delta.as_f64() != 1.0 {
+                    let msg = format!("`range` up to the symbolic dim `{sym}` needs start 0 and delta 1 (its length would not be a dim grafo can name)");
+                    return self.sel_error(span, msg, span);
+                }
+                self.subst_dim(&Dim::Sym(sym))
+            }
+            Ok(limit) => {
+                let (s, l, d) = (start.as_f64(), limit.convert(dt).as_f64(), delta.as_f64());
+                if d == 0.0 {
+                    return self.sel_error(span, "`range` delta must not be 0", span);
+                }
+                if (d > 0.0 && s > l) || (d < 0.0 && s < l) {
+                    let msg = format!("`range({s}, {l}, {d})`: TF needs start <= limit when delta > 0 and start >= limit when delta < 0");
+                    return self.sel_error(span, msg, span);
+                }
+                let count = if dt.is_float() {
+                    ((l - s) / d).abs().ceil()
+                } else {
+                    let (s, l, d) = (s as i128, l as i128, d as i128);
+                    (((l - s).abs() + d.abs() - 1) / d.abs()) as f64
+                };
+                Dim::Const(count as u64)
+            }
+        };
+        let op = SelOp::Range { start, delta };
+        Value::Tensor(self.sel_node(op, vec![], dt, vec![n], span))
+    }
+}
+
+/// The `graph()` attributes of a selection node.
+pub fn attrs(op: &SelOp) -> Vec<(String, String)> {
+    match op {
+        SelOp::Slice { axes, .. } => {
+            let parts: Vec<String> = axes
+                .iter()
+                .map(|a| match a {
+                    SliceSpec::Index(i) => i.to_string(),
+                    SliceSpec::IndexInput(k) => format!("input{k}"),
+                    SliceSpec::Range { start, end, step } => {
+                        let end = end.map(|e| e.to_string()).unwrap_or_default();
+                        if *step == 1 {
+                            format!("{start}..{end}")
+                        } else {
+                            format!("{start}..{end};{step}")
+                        }
+                    }
+                    SliceSpec::Strided { begin, end, stride } => {
+                        format!("{begin}:{end}:{stride}")
+                    }
+                })
+                .collect();
+            vec![("axes".into(), format!("[{}]", parts.join(", ")))]
+        }
+        SelOp::Concat { axis, .. } | SelOp::Gather { axis } | SelOp::ArgReduce { axis, .. } => {
+            vec![("axis".into(), axis.to_string())]
+        }
+        SelOp::Tile { multiples } => vec![("multiples".into(), format!("{multiples:?}"))],
+        SelOp::Pad { paddings } => vec![("paddings".into(), format!("{paddings:?}"))],
+        SelOp::OneHot { depth } => vec![("depth".into(), depth.to_string())],
+        SelOp::Range { start, delta } => vec![
+            ("start".into(), start.to_string()),
+            ("delta".into(), delta.to_string()),
+        ],
+    }
+}

@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(a: Tensor<f32, B, 3>, b: Tensor<f32, 4, 3>) -> Tensor<f32, B, 3> {
+    concat([a, b], 1)
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(x: Tensor<f32, B, 4>) -> Tensor<f32, B, 4> {
+    x[s![..;2, ..]]
+}
+
+fn main() {}
