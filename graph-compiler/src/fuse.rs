@@ -197,9 +197,16 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                         let split = reduction_split(graph, u);
                         let mut leaves = tree_leaves(graph, NodeId(i), &materialised);
                         leaves.retain(|l| !is_leaf_scalar_const(&graph.node(*l).op));
-                        leaves
-                            .iter()
-                            .all(|l| classify(&graph.node(*l).shape, &node.shape, split).is_some())
+                        // An all-axes reduction reads its producer as one flat range (the
+                        // runtime's order, so eager and compiled agree): no broadcast leaves.
+                        leaves.iter().all(|l| {
+                            let shape = &graph.node(*l).shape;
+                            if split == 0 {
+                                shape.is_empty() || *shape == node.shape
+                            } else {
+                                classify(shape, &node.shape, split).is_some()
+                            }
+                        })
                     })
         });
         let inline = fusable_users && (uses[i] == 1 || (c <= 3 && !expensive));
@@ -417,7 +424,8 @@ pub fn reduction_can_fuse(graph: &Graph, r: NodeId) -> bool {
     let input = graph.node(node.inputs[0]);
     let rank = input.shape.len();
     match &node.op {
-        Op::Norm => rank > 0,
+        // The f64 norm is the runtime's, scaled by the largest magnitude (two passes).
+        Op::Norm => rank > 0 && node.dtype == DType::F32,
         Op::Reduce { axes, .. } => {
             rank > 0
                 && !axes.is_empty()

@@ -103,10 +103,46 @@ fn dce_drops_unused_values() {
 #[test]
 fn simplify_removes_identities_and_cancelling_transposes() {
     let (mut g, _) = lowered(quote! {
-        fn f(x: Tensor<f32, 2, 3>) -> Tensor<f32, 2, 3> { transpose(transpose(x * 1.0 + 0.0)) }
+        fn f(x: Tensor<f32, 2, 3>) -> Tensor<f32, 2, 3> { transpose(transpose(x * 1.0 - 0.0 + (-0.0))) }
     });
     passes::simplify::run(&mut g);
     assert_eq!(live_ops(&g), vec!["input"]);
+}
+
+#[test]
+fn simplify_keeps_float_additions_of_zero_that_change_negative_zero() {
+    // `-0.0 + 0.0` is `+0.0` and `-0.0 - (-0.0)` is `+0.0`: neither is the identity.
+    let (mut g, _) = lowered(quote! {
+        fn f(x: Tensor<f32, 3>) -> (Tensor<f32, 3>, Tensor<f32, 3>, Tensor<f32, 3>) { (x + 0.0, 0.0 + x, x - (-0.0)) }
+    });
+    passes::simplify::run(&mut g);
+    let ops = live_ops(&g);
+    assert_eq!(ops.iter().filter(|o| *o == "add").count(), 2, "{ops:?}");
+    assert_eq!(ops.iter().filter(|o| *o == "sub").count(), 1, "{ops:?}");
+    // Integers have one zero: `n + 0` is `n`.
+    let (mut g, _) = lowered(quote! {
+        fn f(n: Tensor<i32, 3>) -> Tensor<i32, 3> { n + 0 - 0 }
+    });
+    passes::simplify::run(&mut g);
+    assert_eq!(live_ops(&g), vec!["input"]);
+}
+
+#[test]
+fn simplify_divides_by_a_power_of_two_only_when_its_reciprocal_is_exact() {
+    let (mut g, _) = lowered(quote! {
+        fn f(x: Tensor<f32, 3>) -> (Tensor<f32, 3>, Tensor<f32, 3>) { (x / 4.0, x / 1.4e-45) }
+    });
+    passes::simplify::run(&mut g);
+    let ops = live_ops(&g);
+    // 2^-149's reciprocal overflows f32: that division stays.
+    assert_eq!(
+        (
+            ops.iter().filter(|o| *o == "mul").count(),
+            ops.iter().filter(|o| *o == "div").count()
+        ),
+        (1, 1),
+        "{ops:?}"
+    );
 }
 
 #[test]

@@ -105,9 +105,24 @@ macro_rules! float_numeric {
             fn abs(self) -> Self {
                 $t::abs(self)
             }
+            /// `powf`, except for the exponents 2 (`x * x`, correctly rounded) and 0.5 (the
+            /// correctly rounded square root, with pow's `pow(-0, 0.5) = +0` and
+            /// `pow(-inf, 0.5) = +inf`); the compiled and eager paths both call this.
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
-                self.powf(o)
+                if o == 2.0 {
+                    self * self
+                } else if o == 0.5 {
+                    if self == $t::NEG_INFINITY {
+                        $t::INFINITY
+                    } else if self == 0.0 {
+                        0.0
+                    } else {
+                        self.sqrt()
+                    }
+                } else {
+                    self.powf(o)
+                }
             }
             #[inline(always)]
             fn maximum(self, o: Self) -> Self {

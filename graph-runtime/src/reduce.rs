@@ -2,18 +2,26 @@
 //!
 //! The axes are first collapsed: size-1 axes are dropped and neighbouring axes of the same
 //! kind (kept or reduced) merged. What remains is usually `[outer, reduced, inner]`
-//! (any part possibly 1): all axes reduce one slice with a parallel map-reduce, trailing
-//! axes reduce each row, and leading or middle axes accumulate whole rows into the output
-//! so the loop runs along contiguous memory. Any other pattern is first transposed to put
-//! the reduced axes last.
+//! (any part possibly 1): all axes reduce one slice in fixed segments, trailing axes reduce
+//! each row, and leading or middle axes accumulate whole rows into the output so the loop
+//! runs along contiguous memory. Any other pattern is first transposed to put the reduced
+//! axes last.
 //!
-//! Float sums accumulate in 16 independent lanes, so they vectorise; f32 sums add each
-//! block of 4096 lane sums into an f64, which keeps 4M-element sums accurate to about 1e-7.
+//! Float reductions follow one accumulation order, the one the compiled kernels emitted by
+//! `#[graph]` use (`graph-compiler`'s `reduction_code`), so eager and compiled results agree
+//! bit for bit: [`LANES`] independent lanes (8 for 8-byte types) over chunks, the lanes of
+//! every block of [`BLOCK_CHUNKS`] chunks folded in lane order into the accumulator, the
+//! elements after the last whole chunk folded one by one. f32 sums and means accumulate in
+//! f64 lanes and round once at the end, so `reduce_mean([3e38; 64])` is 3e38 and `reduce_sum` overflows only when the sum does; `norm`
+//! of f32 squares in f64, so it neither overflows nor underflows. An all-axes reduction is
+//! cut into segments of [`SEGMENT`] elements whatever the thread count, and the segments'
+//! partial results are folded in order, so the result does not depend on the threads either.
 //! `Max`/`Min` propagate NaN. Empty reductions give `Sum` 0, `Mean` NaN (0 for integers),
-//! `Max` the lowest value and `Min` the highest.
+//! `Max` the lowest value and `Min` the highest. A sum starts from +0, so the sum of `[-0.0]`
+//! is +0 (as in TensorFlow).
 
 use crate::dtype::Numeric;
-use crate::parallel::{for_each_chunk, map_reduce};
+use crate::parallel::for_each_chunk;
 use ndarray::{ArrayViewD, IxDyn};
 use std::any::TypeId;
 
@@ -27,9 +35,11 @@ pub enum ReduceKind {
 }
 
 /// Independent accumulators per slice, enough for one AVX-512 register of f32.
-const LANES: usize = 16;
-/// Elements per f32 block whose lane sums are added into an f64 total.
-const F32_BLOCK: usize = 4096;
+pub const LANES: usize = 16;
+/// Chunks of lanes per block: a float reduction folds its lanes into the accumulator once per block.
+pub const BLOCK_CHUNKS: usize = 64;
+/// Elements per segment of an all-axes reduction (a multiple of every block size).
+pub const SEGMENT: usize = 32 * 1024;
 
 /// `x` as a slice of `U` when `T` is `U` (a run-time type check, so generic code can call concrete kernels).
 #[inline(always)]
@@ -112,73 +122,219 @@ fn lanes_extreme<T: Numeric, const MAX: bool>(x: &[T]) -> T {
     r
 }
 
-crate::multiversion! {
-    /// The f32 sum with f64 block totals.
-    fn sum_f32(x: &[f32]) -> f64 {
-        let mut total = 0.0f64;
-        for block in x.chunks(F32_BLOCK) {
-            total += lanes_sum(block) as f64;
+/// The accumulation loop every float reduction follows (see the module doc): lanes of
+/// `$lane` over chunks, folded into `$acc` once per block of chunks, then the tail.
+macro_rules! ordered {
+    ($x:expr, $lanes:expr, $lane:ty, $acc:ty, $lane_init:expr, $init:expr, |$v:ident| $val:expr, |$a:ident, $b:ident| $lane_step:expr, |$t:ident, $w:ident| $fold:expr) => {{
+        let x = $x;
+        let n = x.len();
+        let chunks = n / $lanes;
+        let mut total: $acc = $init;
+        let mut c0 = 0usize;
+        while c0 < chunks {
+            let c1 = if chunks - c0 > BLOCK_CHUNKS {
+                c0 + BLOCK_CHUNKS
+            } else {
+                chunks
+            };
+            let mut acc: [$lane; $lanes] = [$lane_init; $lanes];
+            for c in c0..c1 {
+                let chunk = &x[c * $lanes..c * $lanes + $lanes];
+                for j in 0..$lanes {
+                    let $v = chunk[j];
+                    let ($a, $b): ($lane, $lane) = (acc[j], $val);
+                    acc[j] = $lane_step;
+                }
+            }
+            for lane in acc {
+                let ($t, $w) = (total, lane);
+                total = $fold;
+            }
+            c0 = c1;
+        }
+        for &$v in &x[chunks * $lanes..] {
+            let ($t, $w): ($acc, $lane) = (total, $val);
+            total = $fold;
         }
         total
+    }};
+}
+
+crate::multiversion! {
+    /// The f32 sum in f64.
+    pub fn sum_f32(x: &[f32]) -> f64 {
+        ordered!(x, LANES, f64, f64, 0.0, 0.0, |v| v as f64, |a, b| a + b, |t, w| t + w)
     }
 }
 crate::multiversion! {
-    fn sum_f64(x: &[f64]) -> f64 {
-        lanes_sum(x)
+    /// The sum of the f32 values squared in f64 (the f32 `norm` before its square root).
+    pub fn sum_squares_f32(x: &[f32]) -> f64 {
+        ordered!(x, LANES, f64, f64, 0.0, 0.0, |v| v as f64 * v as f64, |a, b| a + b, |t, w| t + w)
     }
 }
 crate::multiversion! {
-    fn max_f32(x: &[f32]) -> f32 {
-        lanes_extreme::<f32, true>(x)
+    /// The f64 sum.
+    pub fn sum_f64(x: &[f64]) -> f64 {
+        ordered!(x, LANES / 2, f64, f64, 0.0, 0.0, |v| v, |a, b| a + b, |t, w| t + w)
     }
 }
 crate::multiversion! {
-    fn min_f32(x: &[f32]) -> f32 {
-        lanes_extreme::<f32, false>(x)
+    pub fn max_f32(x: &[f32]) -> f32 {
+        ordered!(x, LANES, f32, f32, f32::NEG_INFINITY, f32::NEG_INFINITY, |v| v, |a, b| Numeric::maximum(a, b), |t, w| Numeric::maximum(t, w))
     }
 }
 crate::multiversion! {
-    fn max_f64(x: &[f64]) -> f64 {
-        lanes_extreme::<f64, true>(x)
+    pub fn min_f32(x: &[f32]) -> f32 {
+        ordered!(x, LANES, f32, f32, f32::INFINITY, f32::INFINITY, |v| v, |a, b| Numeric::minimum(a, b), |t, w| Numeric::minimum(t, w))
     }
 }
 crate::multiversion! {
-    fn min_f64(x: &[f64]) -> f64 {
-        lanes_extreme::<f64, false>(x)
+    pub fn max_f64(x: &[f64]) -> f64 {
+        ordered!(x, LANES / 2, f64, f64, f64::NEG_INFINITY, f64::NEG_INFINITY, |v| v, |a, b| Numeric::maximum(a, b), |t, w| Numeric::maximum(t, w))
+    }
+}
+crate::multiversion! {
+    pub fn min_f64(x: &[f64]) -> f64 {
+        ordered!(x, LANES / 2, f64, f64, f64::INFINITY, f64::INFINITY, |v| v, |a, b| Numeric::minimum(a, b), |t, w| Numeric::minimum(t, w))
     }
 }
 
-/// The sum (for `Sum` and `Mean`), maximum or minimum of one contiguous slice, before any division.
-fn reduce_slice<T: Numeric>(kind: ReduceKind, x: &[T]) -> T {
-    match kind {
-        ReduceKind::Sum | ReduceKind::Mean => {
-            if let Some(s) = same_type::<T, f32>(x) {
-                T::from_f64(sum_f32(s))
-            } else if let Some(s) = same_type::<T, f64>(x) {
-                T::from_f64(sum_f64(s))
-            } else {
-                lanes_sum(x)
-            }
-        }
-        ReduceKind::Max => {
-            if let Some(s) = same_type::<T, f32>(x) {
-                T::from_f64(max_f32(s) as f64)
-            } else if let Some(s) = same_type::<T, f64>(x) {
-                T::from_f64(max_f64(s))
-            } else {
-                lanes_extreme::<T, true>(x)
-            }
-        }
-        ReduceKind::Min => {
-            if let Some(s) = same_type::<T, f32>(x) {
-                T::from_f64(min_f32(s) as f64)
-            } else if let Some(s) = same_type::<T, f64>(x) {
-                T::from_f64(min_f64(s))
-            } else {
-                lanes_extreme::<T, false>(x)
-            }
+/// Maps `body` over the [`SEGMENT`]s of `0..n` and folds the partial results in order
+/// (the first partial is the start); the segments run in parallel when there are several.
+///
+/// The cut depends only on `n`, so the result does not depend on the thread count; the
+/// compiled all-axes reductions use it too.
+pub fn segments<A: Send, F, C>(n: usize, body: F, combine: C) -> A
+where
+    F: Fn(std::ops::Range<usize>) -> A + Sync,
+    C: Fn(A, A) -> A + Sync,
+{
+    let count = n.div_ceil(SEGMENT).max(1);
+    let range = |s: usize| s * SEGMENT..((s + 1) * SEGMENT).min(n);
+    if count == 1 {
+        return body(0..n);
+    }
+    let parts: Vec<A> = if rayon::current_num_threads() > 1 {
+        use rayon::prelude::*;
+        (0..count).into_par_iter().map(|s| body(range(s))).collect()
+    } else {
+        (0..count).map(|s| body(range(s))).collect()
+    };
+    let mut parts = parts.into_iter();
+    let first = parts.next().expect("several segments");
+    parts.fold(first, combine)
+}
+
+/// The L2 norm of f32 values: the squares summed in f64 (they neither overflow nor
+/// underflow there), one square root, one rounding. The compiled `norm` fuses the same loop.
+pub fn norm_f32(x: &[f32]) -> f32 {
+    segments(x.len(), |r| sum_squares_f32(&x[r]), |a, b| a + b).sqrt() as f32
+}
+
+/// The L2 norm of f64 values, scaled by the largest magnitude so the squares neither
+/// overflow nor underflow; NaN if any element is NaN, else infinity if any is infinite.
+/// The compiled `norm` of f64 calls this.
+pub fn norm_f64(x: &[f64]) -> f64 {
+    let big = segments(
+        x.len(),
+        |r| {
+            x[r].iter()
+                .fold(0.0f64, |m, &v| Numeric::maximum(m, v.abs()))
+        },
+        <f64 as Numeric>::maximum,
+    );
+    if big == 0.0 || !big.is_finite() {
+        return big;
+    }
+    let squares = segments(
+        x.len(),
+        |r| x[r].iter().fold(0.0f64, |t, &v| t + (v / big) * (v / big)),
+        |a, b| a + b,
+    );
+    big * squares.sqrt()
+}
+
+/// A float reduction's accumulator: f64 for f32 and f64 (an f32 max or min is exact in f64).
+fn to_acc<T: Numeric>(v: T) -> f64 {
+    v.to_f64()
+}
+
+/// The sum (for `Sum` and `Mean`), maximum or minimum of one contiguous slice, before any
+/// division, in the accumulator type: f64 for floats, the element type otherwise.
+fn reduce_slice<T: Numeric>(kind: ReduceKind, x: &[T]) -> Acc<T> {
+    if let Some(s) = same_type::<T, f32>(x) {
+        return Acc::Float(match kind {
+            ReduceKind::Sum | ReduceKind::Mean => sum_f32(s),
+            ReduceKind::Max => to_acc(max_f32(s)),
+            ReduceKind::Min => to_acc(min_f32(s)),
+        });
+    }
+    if let Some(s) = same_type::<T, f64>(x) {
+        return Acc::Float(match kind {
+            ReduceKind::Sum | ReduceKind::Mean => sum_f64(s),
+            ReduceKind::Max => max_f64(s),
+            ReduceKind::Min => min_f64(s),
+        });
+    }
+    Acc::Int(match kind {
+        ReduceKind::Sum | ReduceKind::Mean => lanes_sum(x),
+        ReduceKind::Max => lanes_extreme::<T, true>(x),
+        ReduceKind::Min => lanes_extreme::<T, false>(x),
+    })
+}
+
+/// A partial result: f64 for float elements, the element type for integers.
+#[derive(Clone, Copy)]
+enum Acc<T> {
+    Float(f64),
+    Int(T),
+}
+
+impl<T: Numeric> Acc<T> {
+    /// The accumulator of a reduction over nothing.
+    fn identity(kind: ReduceKind) -> Acc<T> {
+        if is_float::<T>() {
+            Acc::Float(match kind {
+                ReduceKind::Sum | ReduceKind::Mean => 0.0,
+                ReduceKind::Max => T::LOWEST.to_f64(),
+                ReduceKind::Min => T::HIGHEST.to_f64(),
+            })
+        } else {
+            Acc::Int(identity(kind))
         }
     }
+
+    /// Folds one more element in.
+    fn push(self, kind: ReduceKind, v: T) -> Acc<T> {
+        match self {
+            Acc::Float(a) => Acc::Float(combine(kind, a, v.to_f64())),
+            Acc::Int(a) => Acc::Int(combine(kind, a, v)),
+        }
+    }
+
+    /// Folds two partial results.
+    fn join(self, kind: ReduceKind, o: Acc<T>) -> Acc<T> {
+        match (self, o) {
+            (Acc::Float(a), Acc::Float(b)) => Acc::Float(combine(kind, a, b)),
+            (Acc::Int(a), Acc::Int(b)) => Acc::Int(combine(kind, a, b)),
+            _ => unreachable!("partials of one reduction have one type"),
+        }
+    }
+
+    /// The final value over `count` elements: the mean's division in f64 for floats, then one rounding.
+    fn finish(self, kind: ReduceKind, count: usize) -> T {
+        match self {
+            Acc::Float(a) => T::from_f64(match kind {
+                ReduceKind::Mean => a / count as f64,
+                _ => a,
+            }),
+            Acc::Int(a) => finish(kind, a, count),
+        }
+    }
+}
+
+fn is_float<T: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<f32>() || TypeId::of::<T>() == TypeId::of::<f64>()
 }
 
 /// The identity a reduction starts from.
@@ -234,9 +390,10 @@ pub fn reduce_into<T: Numeric>(
     let reduced_groups = groups.iter().filter(|g| g.0).count();
     if reduced_groups == 0 {
         // Nothing to reduce (or only size-1 axes): each output is one input element.
+        // (Folded into the identity as the kernels do: a sum of one -0.0 is +0.)
         for_each_chunk(out, 1, 1, |first, chunk| {
             for (o, &v) in chunk.iter_mut().zip(&x[first..]) {
-                *o = finish(kind, v, 1);
+                *o = Acc::identity(kind).push(kind, v).finish(kind, 1);
             }
         });
         return;
@@ -249,13 +406,12 @@ pub fn reduce_into<T: Numeric>(
     let outer: usize = groups[..at].iter().map(|g| g.1).product();
     let inner: usize = groups[at + 1..].iter().map(|g| g.1).product();
     if outer == 1 && inner == 1 {
-        let acc = map_reduce(
+        let acc = segments(
             x.len(),
-            1,
             |r| reduce_slice(kind, &x[r]),
-            |a, b| combine(kind, a, b),
+            |a, b| a.join(kind, b),
         );
-        out[0] = finish(kind, acc, count);
+        out[0] = acc.finish(kind, count);
     } else if inner == 1 {
         reduce_rows(x, count, kind, out);
     } else {
@@ -268,7 +424,7 @@ fn reduce_rows<T: Numeric>(x: &[T], len: usize, kind: ReduceKind, out: &mut [T])
     for_each_chunk(out, 1, len, |first, chunk| {
         for (i, o) in chunk.iter_mut().enumerate() {
             let row = &x[(first + i) * len..(first + i + 1) * len];
-            *o = finish(kind, reduce_slice(kind, row), len);
+            *o = reduce_slice(kind, row).finish(kind, len);
         }
     });
 }
@@ -285,15 +441,34 @@ fn reduce_columns<T: Numeric>(x: &[T], red: usize, inner: usize, kind: ReduceKin
             let j0 = pos % inner;
             let j1 = inner.min(j0 + (end - pos));
             let seg = &mut chunk[pos - first..pos - first + (j1 - j0)];
-            seg.fill(identity(kind));
-            for r in 0..red {
-                let row = &x[(o * red + r) * inner + j0..(o * red + r) * inner + j1];
-                for (acc, &v) in seg.iter_mut().zip(row) {
-                    *acc = combine(kind, *acc, v);
+            if is_float::<T>() {
+                // Floats accumulate in f64 (an f32 column sum rounds once, at the end), a
+                // stack buffer of columns at a time.
+                const COLUMNS: usize = 256;
+                for (piece, cols) in seg.chunks_mut(COLUMNS).enumerate() {
+                    let c0 = j0 + piece * COLUMNS;
+                    let mut acc = [Acc::<T>::identity(kind); COLUMNS];
+                    for r in 0..red {
+                        let at = (o * red + r) * inner + c0;
+                        for (a, &v) in acc.iter_mut().zip(&x[at..at + cols.len()]) {
+                            *a = a.push(kind, v);
+                        }
+                    }
+                    for (o, a) in cols.iter_mut().zip(acc) {
+                        *o = a.finish(kind, red);
+                    }
                 }
-            }
-            for acc in seg.iter_mut() {
-                *acc = finish(kind, *acc, red);
+            } else {
+                seg.fill(identity(kind));
+                for r in 0..red {
+                    let row = &x[(o * red + r) * inner + j0..(o * red + r) * inner + j1];
+                    for (acc, &v) in seg.iter_mut().zip(row) {
+                        *acc = combine(kind, *acc, v);
+                    }
+                }
+                for acc in seg.iter_mut() {
+                    *acc = finish(kind, *acc, red);
+                }
             }
             pos += j1 - j0;
         }

@@ -49,11 +49,23 @@ fn numeric() -> TokenStream {
 /// A literal of `dtype` with value `s`.
 pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
     match (s.convert(dtype), dtype) {
+        // A negative value is spelled `(-m)`: a literal token cannot carry the sign of -0.0.
         (Scalar::Float(x), DType::F32) => float_literal(x, quote!(f32), {
-            let x = x as f32;
-            quote!(#x)
+            let m = (x as f32).abs();
+            if x.is_sign_negative() {
+                quote!((-#m))
+            } else {
+                quote!(#m)
+            }
         }),
-        (Scalar::Float(x), _) => float_literal(x, quote!(f64), quote!(#x)),
+        (Scalar::Float(x), _) => float_literal(x, quote!(f64), {
+            let m = x.abs();
+            if x.is_sign_negative() {
+                quote!((-#m))
+            } else {
+                quote!(#m)
+            }
+        }),
         (Scalar::Int(x), DType::I32) => {
             let x = x as i32;
             quote!(#x)
@@ -130,22 +142,14 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
         }
         Op::Binary(b) => {
             let (x, y) = (&args[0], &args[1]);
-            let exponent = graph.const_value(node.inputs[1]);
             match b {
                 BinaryOp::Add if float => quote!((#x + #y)),
                 BinaryOp::Sub if float => quote!((#x - #y)),
                 BinaryOp::Mul if float => quote!((#x * #y)),
                 BinaryOp::Div if float => quote!((#x / #y)),
-                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(2.0) => {
-                    quote!((#x * #x))
-                }
-                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(3.0) => {
-                    quote!((#x * #x * #x))
-                }
-                BinaryOp::Pow if float && exponent.map(|e| e.as_f64()) == Some(0.5) => {
-                    quote!(#x.sqrt())
-                }
-                BinaryOp::Pow if float => quote!(#x.powf(#y)),
+                // Float `pow` is the runtime's `Numeric::pow` on both paths: its exponents 2
+                // and 0.5 are exact special cases (x * x, and a sqrt that keeps pow's -0 and
+                // -inf), which a constant exponent reduces to after inlining.
                 BinaryOp::Add => quote!(#num::add(#x, #y)),
                 BinaryOp::Sub => quote!(#num::sub(#x, #y)),
                 BinaryOp::Mul => quote!(#num::mul(#x, #y)),
@@ -1180,14 +1184,18 @@ impl<'a> Emitter<'a> {
         let fusable = crate::fuse::reduction_can_fuse(self.graph, g.root) && !in_shape.is_empty();
         if !fusable {
             // General axes: the runtime's strided reduction over the materialised input.
-            let Op::Reduce { axes, .. } = &rnode.op else {
-                unreachable!("norm always fuses")
-            };
             let x = if in_shape.is_empty() {
                 let e = self.scalar_value(input);
                 quote!(&[#e][..])
             } else {
                 self.slice(input)
+            };
+            let Op::Reduce { axes, .. } = &rnode.op else {
+                // The f64 norm (and a norm of a scalar): the runtime's, scaled so it cannot overflow.
+                let f = format_ident!("norm_{}", dt.name());
+                let vid = v(g.root);
+                self.store.insert(g.root, Store::Scalar);
+                return quote!(let #vid: #et = ::grafo::__private::reduce::#f(#x););
             };
             let kind_t = match kind {
                 ReduceKind::Sum => quote!(Sum),
@@ -1278,7 +1286,8 @@ impl<'a> Emitter<'a> {
                             __total
                         }
                     },
-                    quote!(::grafo::__private::parallel::map_reduce(#in_len, #cost, |__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end #(, #args)*), |__a: #acc_t, __b: #acc_t| #combine_partials)),
+                    // Fixed segments, as the runtime's reductions: the bits do not depend on the threads.
+                    quote!(::grafo::__private::reduce::segments(#in_len, |__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end #(, #args)*), |__a: #acc_t, __b: #acc_t| #combine_partials)),
                 )
             } else {
                 let row = super::dim_expr(&in_shape[in_shape.len() - 1]);
@@ -1424,13 +1433,17 @@ impl<'a> Emitter<'a> {
         } else {
             (TokenStream::new(), reads[&input].clone())
         };
+        // The type of the lanes: the element type, but f64 for an f32 norm (its squares
+        // would overflow f32 above 1.8e19).
+        let lane_t = acc_t.clone();
         let val = if is_norm {
-            quote!({ let __v = #val; __v * __v })
+            quote!({ let __v = (#val) as #lane_t; __v * __v })
         } else {
-            val
+            to_acc(val)
         };
-        // Lanes of the element type over fixed-size chunks (so the loop vectorises), folded
-        // into the accumulator type (f64 for f32 sums) once per block of chunks.
+        // Lanes of the accumulator type (f64 for f32 sums, means and norms) over fixed-size
+        // chunks (so the loop vectorises), folded into the total once per block of chunks:
+        // the order of the runtime's reductions (graph-runtime's reduce.rs), bit for bit.
         let lanes = if matches!(dt, DType::F64 | DType::I64) {
             8usize
         } else {
@@ -1443,8 +1456,8 @@ impl<'a> Emitter<'a> {
             _ => init.clone(),
         };
         let lane_step = combine(quote!(__acc[__j]), quote!(__val));
-        let fold_lane = combine(quote!(__total), to_acc(quote!(__acc[__t])));
-        let fold_tail = combine(quote!(__total), to_acc(quote!(__val)));
+        let fold_lane = combine(quote!(__total), quote!(__acc[__t]));
+        let fold_tail = combine(quote!(__total), quote!(__val));
         let slices = slices.to_vec();
         let accumulate = quote! {
             let __chunks = __n / #lanes;
@@ -1452,12 +1465,12 @@ impl<'a> Emitter<'a> {
             let mut __c0 = 0usize;
             while __c0 < __chunks {
                 let __c1 = if __chunks - __c0 > #block { __c0 + #block } else { __chunks };
-                let mut __acc: [#et; #lanes] = [#lane_init; #lanes];
+                let mut __acc: [#lane_t; #lanes] = [#lane_init; #lanes];
                 for __c in __c0..__c1 {
                     #(let #slices = &#slices[__c * #lanes..__c * #lanes + #lanes];)*
                     for __j in 0..#lanes {
                         #lets
-                        let __val: #et = #val;
+                        let __val: #lane_t = #val;
                         __acc[__j] = #lane_step;
                     }
                 }
@@ -1468,7 +1481,7 @@ impl<'a> Emitter<'a> {
             }
             for __j in __chunks * #lanes..__n {
                 #lets
-                let __val: #et = #val;
+                let __val: #lane_t = #val;
                 __total = #fold_tail;
             }
         };

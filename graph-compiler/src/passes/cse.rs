@@ -14,7 +14,7 @@ pub fn run(graph: &mut Graph) {
         }
         let twin = seen.iter().copied().find(|&s| {
             let m = graph.node(s);
-            m.op == n.op
+            same_op(&m.op, &n.op)
                 && m.inputs == n.inputs
                 && m.dtype == n.dtype
                 && m.shape == n.shape
@@ -24,6 +24,24 @@ pub fn run(graph: &mut Graph) {
             Some(t) => replace_uses(graph, id, t),
             None => seen.push(id),
         }
+    }
+}
+
+/// Whether two ops compute the same thing: float constants by their bits (`-0.0 == 0.0`
+/// in f64, but they are different constants), everything else by `==`.
+fn same_op(a: &Op, b: &Op) -> bool {
+    match (a, b) {
+        (
+            Op::Const {
+                value: Scalar::Float(x),
+                weak: wx,
+            },
+            Op::Const {
+                value: Scalar::Float(y),
+                weak: wy,
+            },
+        ) => x.to_bits() == y.to_bits() && wx == wy,
+        _ => a == b,
     }
 }
 

@@ -5,8 +5,7 @@ use super::IntoView;
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::math::FloatMath;
-use crate::parallel::map_reduce;
-use crate::reduce::{reduce_into, ReduceKind};
+use crate::reduce::{norm_f32, norm_f64, reduce_into, same_type, ReduceKind};
 use crate::softmax::softmax_into;
 use ndarray::ArrayD;
 
@@ -114,35 +113,18 @@ pub fn reduce_min<'a, T: Numeric>(
 
 /// The L2 norm over all elements, as a rank-0 array.
 ///
-/// Accumulates in f64 after scaling by the largest magnitude, so it neither overflows nor
-/// underflows; NaN propagates and any infinity gives infinity.
+/// f32 squares accumulate in f64; f64 is scaled by the largest magnitude first: neither
+/// overflows nor underflows. NaN propagates; otherwise any infinity gives infinity.
 pub fn norm<'a, T: Float>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
     let sx = standard(&x);
     let s = flat(&sx);
-    let big = map_reduce(
-        s.len(),
-        1,
-        |r| {
-            s[r].iter()
-                .fold(0.0f64, |m, &v| Numeric::maximum(m, v.to_f64().abs()))
-        },
-        <f64 as Numeric>::maximum,
-    );
-    let result = if big == 0.0 || !big.is_finite() {
-        big
+    let result = if let Some(s) = same_type::<T, f32>(s) {
+        norm_f32(s) as f64
+    } else if let Some(s) = same_type::<T, f64>(s) {
+        norm_f64(s)
     } else {
-        let sum = map_reduce(
-            s.len(),
-            2,
-            |r| {
-                s[r].iter()
-                    .map(|&v| (v.to_f64() / big).powi(2))
-                    .sum::<f64>()
-            },
-            |a, b| a + b,
-        );
-        big * sum.sqrt()
+        unreachable!("the float types are f32 and f64")
     };
     Ok(ArrayD::from_elem(ndarray::IxDyn(&[]), T::from_f64(result)))
 }
