@@ -579,3 +579,218 @@ fn graph_describes_selection_nodes() {
         assert!(g.nodes.iter().any(|n| n.op == op), "{op}");
     }
 }
+
+// ----- run-time indices from tensors, scalars, other dtypes, conds, passes off ----------------
+
+#[graph]
+fn index_by_argmax(v: Tensor<f32, N>, x: Tensor<f32, N, 3>) -> (Tensor<f32, 3>, Tensor<f32, 2>) {
+    let best = argmax(v, 0);
+    (x[s![best, ..]], stack([reduce_sum(v), reduce_max(v)]))
+}
+
+#[test]
+fn a_rank_0_tensor_is_a_run_time_index() {
+    for &n in &[1usize, 7, 1023] {
+        let v = Array1::from_shape_fn(n, |i| ((i * 37) % 101) as f32);
+        let x = Array2::from_shape_fn((n, 3), |(i, j)| (i * 3 + j) as f32);
+        let best = ref_arg(&v.to_vec(), true) as usize;
+        for (how, r) in runs!(index_by_argmax(&v, &x)) {
+            let (row, st) = r.unwrap();
+            same(&format!("n={n} {how}"), &row, &x.row(best).to_owned());
+            assert_eq!(st[1], v.iter().cloned().fold(f32::MIN, f32::max), "{how}");
+        }
+    }
+}
+
+#[graph]
+#[allow(clippy::type_complexity)]
+fn other_dtypes(
+    m: Tensor<bool, B, 4>,
+    k: Tensor<i64, B, 4>,
+    i: Tensor<i64, 3>,
+) -> (
+    Tensor<bool, B, 2>,
+    Tensor<i64, 3, 4>,
+    Tensor<bool, B, 8>,
+    Tensor<i64, B, 6>,
+    Tensor<f64, 4>,
+) {
+    (
+        m[s![.., 1..;2]],
+        gather(k, i, 0),
+        concat([m, m], 1),
+        pad(k, [[0, 0], [1, 1]], -7),
+        range::<f64>(0, 2, 0.5),
+    )
+}
+
+#[test]
+fn bool_and_i64_tensors() {
+    for &b in &[3usize, 7, 1023] {
+        let m = Array2::from_shape_fn((b, 4), |(r, c)| (r + c) % 3 == 0);
+        let k = Array2::from_shape_fn((b, 4), |(r, c)| (r * 4 + c) as i64 - 100);
+        let i = grafo::ndarray::arr1(&[2i64, 0, 2]);
+        let g = Array2::from_shape_fn((3, 4), |(p, c)| k[[i[p] as usize, c]]);
+        let cm = Array2::from_shape_fn((b, 8), |(r, c)| m[[r, c % 4]]);
+        let pk = Array2::from_shape_fn((b, 6), |(r, c)| {
+            if (1..5).contains(&c) {
+                k[[r, c - 1]]
+            } else {
+                -7
+            }
+        });
+        for (how, r) in runs!(other_dtypes(&m, &k, &i)) {
+            let (a, g_, c, p, rg) = r.unwrap();
+            assert_eq!(a, m.slice(s![.., 1..;2]).to_owned(), "{how}");
+            assert_eq!(g_, g, "{how}");
+            assert_eq!(c, cm, "{how}");
+            assert_eq!(p, pk, "{how}");
+            assert_eq!(rg.to_vec(), vec![0.0, 0.5, 1.0, 1.5], "{how}");
+        }
+    }
+}
+
+#[graph]
+fn slice_in_arms(x: Tensor<f32, B, 6>, t: usize) -> Tensor<f32, B, 2> {
+    let mut y = x[s![.., 0..2]];
+    if reduce_sum(y) > 0.0 {
+        y = x[s![.., -2..]] * 2.0;
+    } else {
+        y = stack([x[s![.., t]], x[s![.., 5 - t]]], 1);
+    }
+    y
+}
+
+#[test]
+fn slices_inside_cond_arms() {
+    for &b in &SIZES {
+        for sign in [1.0f32, -1.0] {
+            let x = Array2::from_shape_fn((b, 6), |(i, j)| sign * (1 + i * 6 + j) as f32);
+            let want = if b > 0 && sign > 0.0 {
+                x.slice(s![.., -2..]).mapv(|v| v * 2.0)
+            } else {
+                Array2::from_shape_fn((b, 2), |(i, k)| x[[i, if k == 0 { 1 } else { 4 }]])
+            };
+            for (how, r) in runs!(slice_in_arms(&x, 1)) {
+                same(&format!("b={b} sign={sign} {how}"), &r.unwrap(), &want);
+            }
+        }
+    }
+    let x = Array2::<f32>::from_elem((2, 6), -1.0);
+    for (how, r) in runs!(slice_in_arms(&x, 6)) {
+        assert!(r.is_err(), "{how}");
+    }
+}
+
+#[graph(disable(fold, simplify, cse, dce, fusion))]
+fn passes_off(x: Tensor<f32, B, 6>) -> (Tensor<f32, B, 3>, Tensor<f32, 6, 1>, Tensor<i64, B>) {
+    let (a, b) = split(x, 2, 1);
+    let y = concat([b, a], 1);
+    (y[s![.., ..;2]], expand_dims(x[s![0, ..]], 1), argmax(x, 1))
+}
+
+#[graph]
+fn passes_on(x: Tensor<f32, B, 6>) -> (Tensor<f32, B, 3>, Tensor<f32, 6, 1>, Tensor<i64, B>) {
+    let (a, b) = split(x, 2, 1);
+    let y = concat([b, a], 1);
+    (y[s![.., ..;2]], expand_dims(x[s![0, ..]], 1), argmax(x, 1))
+}
+
+#[test]
+fn results_do_not_depend_on_the_passes() {
+    for &b in &[1usize, 7, 1023] {
+        let x = rand_arr(9, grafo::ndarray::Ix2(b, 6), -5.0, 5.0);
+        let y = Array2::from_shape_fn((b, 3), |(i, k)| x[[i, (2 * k + 3) % 6]]);
+        let e = Array2::from_shape_fn((6, 1), |(j, _)| x[[0, j]]);
+        let am = Array1::from_shape_fn(b, |i| ref_arg(&x.row(i).to_vec(), true));
+        for (how, r) in runs!(passes_off(&x))
+            .into_iter()
+            .chain(runs!(passes_on(&x)))
+        {
+            let (y_, e_, am_) = r.unwrap();
+            same(&format!("b={b} {how}"), &y_, &y);
+            same(&format!("b={b} {how}"), &e_, &e);
+            same(&format!("b={b} {how}"), &am_, &am);
+        }
+    }
+    let empty = Array2::<f32>::zeros((0, 6));
+    for (how, r) in runs!(passes_off(&empty)) {
+        assert!(r.is_err(), "x[s![0, ..]] of an empty B: {how}");
+    }
+}
+
+#[graph]
+#[allow(clippy::type_complexity)]
+fn big(
+    x: Tensor<f32, B, 300>,
+    i: Tensor<i32, K>,
+) -> (
+    Tensor<f32, B, 100>,
+    Tensor<f32, K, 300>,
+    Tensor<f32, B, 600>,
+    Tensor<f32, B, 302>,
+    Tensor<i64, B>,
+    Tensor<f32, K, 300>,
+    Tensor<f32, B, 300>,
+) {
+    (
+        x[s![.., ..;-3]],
+        gather(x, i, 0),
+        concat([x, x * 2.0], 1),
+        pad(x, [[0, 0], [1, 1]], 9.0),
+        argmin(x, 1),
+        one_hot(i, 300),
+        tile(x[s![0..1, ..]], [1, 1]) + x * 0.0,
+    )
+}
+
+#[test]
+fn large_outputs_split_over_threads() {
+    let b = 1000;
+    let x = rand_arr(11, grafo::ndarray::Ix2(b, 300), -1.0, 1.0);
+    let i = Array1::from_shape_fn(400, |p| ((p * 7919) % b) as i32);
+    let rev = x.slice(s![.., ..;-3]).to_owned();
+    let g = Array2::from_shape_fn((400, 300), |(p, c)| x[[i[p] as usize, c]]);
+    let c = Array2::from_shape_fn((b, 600), |(r, k)| {
+        if k < 300 {
+            x[[r, k]]
+        } else {
+            x[[r, k - 300]] * 2.0
+        }
+    });
+    let p = Array2::from_shape_fn((b, 302), |(r, k)| {
+        if (1..301).contains(&k) {
+            x[[r, k - 1]]
+        } else {
+            9.0
+        }
+    });
+    let am = Array1::from_shape_fn(b, |r| ref_arg(&x.row(r).to_vec(), false));
+    let oh = Array2::from_shape_fn(
+        (400, 300),
+        |(q, d)| if i[q] as usize == d { 1.0f32 } else { 0.0 },
+    );
+    let t = Array2::from_shape_fn((b, 300), |(_, k)| x[[0, k]] + 0.0);
+    let sess = |threads| {
+        Session::new(SessionConfig {
+            intra_op_threads: threads,
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let results = [
+        ("compiled", big(&x, &i).unwrap()),
+        ("eager", big::eager(&x, &i).unwrap()),
+        ("run 1 thread", big::run(&mut sess(1), &x, &i).unwrap()),
+        ("run 2 threads", big::run(&mut sess(2), &x, &i).unwrap()),
+    ];
+    for (how, (a, g_, c_, p_, am_, oh_, t_)) in results {
+        same(how, &a, &rev);
+        same(how, &g_, &g);
+        same(how, &c_, &c);
+        same(how, &p_, &p);
+        same(how, &am_, &am);
+        same(how, &oh_, &oh);
+        same(how, &t_, &t);
+    }
+}
