@@ -451,13 +451,23 @@ fn eager_matmul_errors() {
     );
     let v = arr(&[4], &mut rng);
     assert_shape_err(eager::matmul(&v, &b), "matmul", &[4], &[512, 10], None);
+    // N-D operands broadcast their batch axes; the inner dims must still agree.
     let r4 = arr(&[1, 2, 3, 4], &mut rng);
     assert_shape_err(
         eager::matmul(&a, &r4),
         "matmul",
         &[4, 784],
         &[1, 2, 3, 4],
-        None,
+        Some(1),
+    );
+    let l4 = arr(&[2, 3, 4, 5], &mut rng);
+    let r4 = arr(&[2, 2, 5, 6], &mut rng);
+    assert_shape_err(
+        eager::matmul(&l4, &r4),
+        "matmul",
+        &[2, 3, 4, 5],
+        &[2, 2, 5, 6],
+        Some(1),
     );
 }
 

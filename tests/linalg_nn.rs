@@ -143,3 +143,251 @@ fn product_dims_in_graph_def() {
         "no [B*4, 6, 5] among {shown:?}"
     );
 }
+
+// ----- N-D matmul -----------------------------------------------------------------------------
+
+/// NumPy's `@` in f64: batch axes broadcast, then `[m, k] x [k, n]` per matrix.
+fn ref_matmul_nd(a: &ArrayD<f64>, b: &ArrayD<f64>) -> ArrayD<f64> {
+    let (sa, sb) = (a.shape(), b.shape());
+    let (ra, rb) = (sa.len(), sb.len());
+    let (m, k, n) = (sa[ra - 2], sa[ra - 1], sb[rb - 1]);
+    assert_eq!(k, sb[rb - 2]);
+    let batch = broadcast_shape(&sa[..ra - 2], &sb[..rb - 2]);
+    let mut shape = batch.clone();
+    shape.extend([m, n]);
+    ArrayD::from_shape_fn(IxDyn(&shape), |ix| {
+        let ix = grafo::ndarray::Dimension::slice(&ix).to_vec();
+        let pick = |s: &[usize], row: usize, col: usize| {
+            let lead = batch.len() + 2 - s.len();
+            let mut at: Vec<usize> = (0..s.len() - 2)
+                .map(|i| if s[i] == 1 { 0 } else { ix[lead + i] })
+                .collect();
+            at.extend([row, col]);
+            at
+        };
+        let (i, j) = (ix[batch.len()], ix[batch.len() + 1]);
+        (0..k)
+            .map(|p| a[IxDyn(&pick(sa, i, p))] * b[IxDyn(&pick(sb, p, j))])
+            .sum()
+    })
+}
+
+/// Compiled and eager must agree bit for bit, and both with the reference.
+fn check_product<T: AsF64, D: grafo::ndarray::Dimension>(
+    what: &str,
+    runs: &[(&str, grafo::ndarray::Array<T, D>)],
+    want: &ArrayD<f64>,
+) {
+    let eager = to_f64(&runs[1].1);
+    for (how, r) in runs {
+        assert_exact(&format!("{what}: {how} == eager"), r, &eager);
+        assert_close(&format!("{what}: {how} vs reference"), r, want);
+    }
+}
+
+#[graph]
+fn attention_scores(
+    q: Tensor<f32, B, 3, S, 8>,
+    k: Tensor<f32, B, 3, 8, S>,
+    v: Tensor<f32, B, 3, S, 8>,
+) -> (Tensor<f32, B, 3, S, S>, Tensor<f32, B, 3, S, 8>) {
+    let scores = matmul(q, k) * 0.25;
+    (scores, matmul(scores, v))
+}
+
+#[test]
+fn matmul_4d_batched() {
+    for (b, s) in [(1usize, 1usize), (2, 7), (0, 5), (3, 70)] {
+        let q = rand_arr(1, Ix4(b, 3, s, 8), -1.0, 1.0);
+        let k = rand_arr(2, Ix4(b, 3, 8, s), -1.0, 1.0);
+        let v = rand_arr(3, Ix4(b, 3, s, 8), -1.0, 1.0);
+        let scores = ref_matmul_nd(&to_f64(&q), &to_f64(&k)).mapv(|x| x * 0.25);
+        let out = ref_matmul_nd(&scores, &to_f64(&v));
+        let r = runs!(attention_scores(&q, &k, &v));
+        let firsts: Vec<_> = r.iter().map(|(h, x)| (*h, x.0.clone())).collect();
+        let seconds: Vec<_> = r.iter().map(|(h, x)| (*h, x.1.clone())).collect();
+        check_product(&format!("q @ k b={b} s={s}"), &firsts, &scores);
+        check_product(&format!("scores @ v b={b} s={s}"), &seconds, &out);
+    }
+}
+
+/// A 3-D batch against one matrix, with a fused bias and relu; a matrix against a batch.
+#[graph]
+fn dense_3d(
+    x: Tensor<f32, B, S, D>,
+    w: Tensor<f32, D, E>,
+    bias: Tensor<f32, E>,
+    m: Tensor<f32, S, D>,
+    xt: Tensor<f32, B, D, E>,
+) -> (Tensor<f32, B, S, E>, Tensor<f32, B, S, E>) {
+    (relu(matmul(x, w) + bias), matmul(m, xt))
+}
+
+#[test]
+fn matmul_3d_by_2d_and_2d_by_3d() {
+    for (b, s, dd, e) in [
+        (1usize, 1usize, 1usize, 1usize),
+        (2, 7, 5, 3),
+        (3, 0, 4, 2),
+        (2, 9, 0, 6),
+        (4, 65, 70, 67),
+    ] {
+        let x = rand_arr(4, Ix3(b, s, dd), -1.0, 1.0);
+        let w = rand_arr(5, Ix2(dd, e), -1.0, 1.0);
+        let bias = rand_arr(6, grafo::ndarray::Ix1(e), -1.0, 1.0);
+        let m = rand_arr(7, Ix2(s, dd), -1.0, 1.0);
+        let xt = rand_arr(8, Ix3(b, dd, e), -1.0, 1.0);
+        let bd = to_f64(&bias);
+        let dense = ref_matmul_nd(&to_f64(&x), &to_f64(&w));
+        let dense =
+            ArrayD::from_shape_fn(dense.raw_dim(), |ix| (dense[&ix] + bd[[ix[2]]]).max(0.0));
+        let left = ref_matmul_nd(&to_f64(&m), &to_f64(&xt));
+        let r = runs!(dense_3d(&x, &w, &bias, &m, &xt));
+        let firsts: Vec<_> = r.iter().map(|(h, x)| (*h, x.0.clone())).collect();
+        let seconds: Vec<_> = r.iter().map(|(h, x)| (*h, x.1.clone())).collect();
+        check_product(
+            &format!("relu(x @ w + b) {b},{s},{dd},{e}"),
+            &firsts,
+            &dense,
+        );
+        check_product(&format!("m @ xt {b},{s},{dd},{e}"), &seconds, &left);
+    }
+}
+
+/// Batch axes that broadcast partially: `[B, 1]` against `[H]`, and a symbol against 1.
+#[graph]
+fn broadcast_batches(
+    a: Tensor<f32, B, 1, 4, 5>,
+    b: Tensor<f32, H, 5, 3>,
+    c: Tensor<i32, 1, H, 2, 5>,
+    d: Tensor<i32, B, 1, 5, 2>,
+) -> (Tensor<f32, B, H, 4, 3>, Tensor<i32, B, H, 2, 2>) {
+    (matmul(a, b), matmul(c, d))
+}
+
+#[test]
+fn matmul_broadcast_batches() {
+    for (bb, h) in [(1usize, 1usize), (2, 3), (0, 2), (3, 0)] {
+        let a = rand_arr(9, Ix4(bb, 1, 4, 5), -1.0, 1.0);
+        let b = rand_arr(10, Ix3(h, 5, 3), -1.0, 1.0);
+        let c = rand_i32(11, Ix4(1, h, 2, 5), -1000, 1000);
+        let d = rand_i32(12, Ix4(bb, 1, 5, 2), -1000, 1000);
+        let want_f = ref_matmul_nd(&to_f64(&a), &to_f64(&b));
+        let want_i = ref_matmul_nd(&to_f64(&c), &to_f64(&d));
+        let r = runs!(broadcast_batches(&a, &b, &c, &d));
+        let firsts: Vec<_> = r.iter().map(|(h, x)| (*h, x.0.clone())).collect();
+        let seconds: Vec<_> = r.iter().map(|(h, x)| (*h, x.1.clone())).collect();
+        check_product(&format!("[B,1] @ [H] b={bb} h={h}"), &firsts, &want_f);
+        check_product(
+            &format!("int [1,H] @ [B,1] b={bb} h={h}"),
+            &seconds,
+            &want_i,
+        );
+    }
+}
+
+/// `matmul(a, transpose(b))`: 2-D (default perm), 4-D (`[0, 1, 3, 2]`) with a fused scale,
+/// integers, and a transpose that is also used on its own.
+#[graph]
+fn transposed_operands(
+    a: Tensor<f32, M, K>,
+    b: Tensor<f32, N, K>,
+    q: Tensor<f32, B, 2, S, 8>,
+    k: Tensor<f32, B, 2, S, 8>,
+    ia: Tensor<i64, M, K>,
+    ib: Tensor<i64, N, K>,
+) -> (
+    Tensor<f32, M, N>,
+    Tensor<f32, B, 2, S, S>,
+    Tensor<i64, M, N>,
+    Tensor<f32, K, N>,
+) {
+    let bt = transpose(b);
+    (
+        matmul(a, bt),
+        matmul(q, transpose(k, [0, 1, 3, 2])) * 0.125,
+        matmul(ia, transpose(ib, [1, 0])),
+        bt + 1.0,
+    )
+}
+
+#[test]
+fn matmul_transposed_in_place() {
+    for (mm, kk, nn, b, s) in [
+        (1usize, 1usize, 1usize, 1usize, 1usize),
+        (7, 5, 3, 2, 7),
+        (0, 4, 3, 0, 3),
+        (5, 0, 4, 1, 0),
+        (70, 300, 90, 3, 65),
+    ] {
+        let a = rand_arr(13, Ix2(mm, kk), -1.0, 1.0);
+        let bm = rand_arr(14, Ix2(nn, kk), -1.0, 1.0);
+        let q = rand_arr(15, Ix4(b, 2, s, 8), -1.0, 1.0);
+        let k = rand_arr(16, Ix4(b, 2, s, 8), -1.0, 1.0);
+        let ia = rand_arr(17, Ix2(mm, kk), -1e3, 1e3).mapv(|v| v as i64);
+        let ib = rand_arr(18, Ix2(nn, kk), -1e3, 1e3).mapv(|v| v as i64);
+        let bt = ref_transpose(&to_f64(&bm), &[1, 0]);
+        let want_ab = ref_matmul_nd(&to_f64(&a), &bt);
+        let want_qk = ref_matmul_nd(&to_f64(&q), &ref_transpose(&to_f64(&k), &[0, 1, 3, 2]))
+            .mapv(|v| v * 0.125);
+        let want_int = ref_matmul_nd(&to_f64(&ia), &ref_transpose(&to_f64(&ib), &[1, 0]));
+        let r = runs!(transposed_operands(&a, &bm, &q, &k, &ia, &ib));
+        let what = format!("{mm}x{kk}x{nn} b={b} s={s}");
+        let pick = |f: &dyn Fn(&(_, _, _, _)) -> ArrayD<f64>| -> Vec<(&str, ArrayD<f64>)> {
+            r.iter().map(|(h, x)| (*h, f(x))).collect()
+        };
+        check_product(
+            &format!("a @ b^T {what}"),
+            &pick(&|x| to_f64(&x.0)),
+            &want_ab,
+        );
+        check_product(
+            &format!("q @ k^T {what}"),
+            &pick(&|x| to_f64(&x.1)),
+            &want_qk,
+        );
+        check_product(
+            &format!("int a @ b^T {what}"),
+            &pick(&|x| to_f64(&x.2)),
+            &want_int,
+        );
+        check_product(
+            &format!("b^T + 1 {what}"),
+            &pick(&|x| to_f64(&x.3)),
+            &bt.mapv(|v| v + 1.0),
+        );
+    }
+}
+
+/// The compiled graph reads the transposed operands in place: no transpose node feeds a
+/// matmul, and the matmuls say `transpose_b`.
+#[test]
+fn transposed_operand_is_not_materialised() {
+    let g = transposed_operands::graph();
+    let mut flagged = 0;
+    for n in g
+        .nodes
+        .iter()
+        .filter(|n| n.op == "matmul" && n.group.is_some())
+    {
+        for &i in &n.inputs {
+            assert_ne!(
+                g.nodes[i].op, "transpose",
+                "matmul {} reads a transpose",
+                n.name
+            );
+        }
+        flagged += n
+            .attrs
+            .iter()
+            .any(|(k, v)| k == "transpose_b" && v == "true") as usize;
+    }
+    assert_eq!(flagged, 3, "three matmuls read b transposed");
+    // The one transpose left is `bt + 1.0`'s, which is an output of its own.
+    let live_transposes = g
+        .nodes
+        .iter()
+        .filter(|n| n.op == "transpose" && n.group.is_some())
+        .count();
+    assert_eq!(live_transposes, 1);
+}

@@ -236,7 +236,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             let leaves = tree_leaves(graph, NodeId(i), &materialised);
             let anchor = leaves.iter().copied().find(|&l| {
                 let ln = graph.node(l);
-                matches!(ln.op, Op::MatMul | Op::Conv2d { .. })
+                matches!(ln.op, Op::MatMul { .. } | Op::Conv2d { .. })
                     && uses[l.0] == 1
                     && !pinned[l.0]
                     && ln.region == node.region
@@ -323,7 +323,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                     GroupKind::Elementwise
                 };
                 if let Some(a) = anchor_of[i] {
-                    group.kind = if matches!(graph.node(a).op, Op::MatMul) {
+                    group.kind = if matches!(graph.node(a).op, Op::MatMul { .. }) {
                         GroupKind::MatMul
                     } else {
                         GroupKind::Conv2d
@@ -347,7 +347,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                 tree.push(id);
                 group.nodes = tree;
             }
-            Op::MatMul => {
+            Op::MatMul { .. } => {
                 group.kind = GroupKind::MatMul;
                 group.nodes = vec![id];
             }

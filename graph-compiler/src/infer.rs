@@ -164,45 +164,54 @@ pub fn reduce(op: &str, x: (DType, &[Dim]), axes: &[usize], keep_dims: bool) -> 
     Ok((x.0, shape))
 }
 
-/// `matmul`: [m,k]x[k,n], [b,m,k]x[b,k,n], [b,m,k]x[k,n].
+/// `matmul`: `[.., m, k] x [.., k, n]` over the last two axes, the leading (batch) axes
+/// broadcast as NumPy's `@` does (`[B, H, S, D] x [B, H, D, S]`, `[B, S, D] x [D, E]`).
 pub fn matmul(a: (DType, &[Dim]), b: (DType, &[Dim])) -> Inferred {
     let dt = same_dtype("matmul", a.0, b.0, a.1, b.1)?;
     if dt == DType::Bool {
         return Err("`matmul` needs numbers, found bool".into());
     }
     let (sa, sb) = (a.1, b.1);
-    let ok_rank = matches!((sa.len(), sb.len()), (2, 2) | (3, 3) | (3, 2));
-    if !ok_rank {
+    if sa.len() < 2 || sb.len() < 2 {
         return Err(format!(
-            "`matmul` takes 2-D x 2-D, 3-D x 3-D (batched) or 3-D x 2-D: left is {}, right is {}",
+            "`matmul` operands must have rank 2 or more (matrices, or batches of matrices in the leading axes): left is {}, right is {}",
             shape_str(sa),
             shape_str(sb)
         ));
     }
-    let k1 = &sa[sa.len() - 1];
-    let k2 = &sb[sb.len() - 2];
+    let (ra, rb) = (sa.len(), sb.len());
+    let (k1, k2) = (&sa[ra - 1], &sb[rb - 2]);
     if k1 != k2 {
         return Err(format!(
-            "`matmul` inner dimensions differ: left is {}, right is {} ({k1} != {k2})",
+            "`matmul` inner dimensions differ: left is {}, right is {} (left axis {} is {k1}, right axis {} is {k2})",
             shape_str(sa),
-            shape_str(sb)
+            shape_str(sb),
+            ra - 1,
+            rb - 2
         ));
     }
-    let mut shape = Vec::new();
-    if sa.len() == 3 {
-        if sb.len() == 3 && sa[0] != sb[0] {
-            return Err(format!(
-                "`matmul` batch dimensions differ: left is {}, right is {} ({} != {} at axis 0)",
-                shape_str(sa),
-                shape_str(sb),
-                sa[0],
-                sb[0]
-            ));
-        }
-        shape.push(sa[0].clone());
-    }
-    shape.push(sa[sa.len() - 2].clone());
-    shape.push(sb[sb.len() - 1].clone());
+    let (ba, bb) = (&sa[..ra - 2], &sb[..rb - 2]);
+    let mut shape = broadcast("matmul", ba, bb).map_err(|_| {
+        let rank = ba.len().max(bb.len());
+        let i = (0..rank)
+            .find(|&i| {
+                i + ba.len() >= rank && i + bb.len() >= rank && {
+                    let (x, y) = (&ba[i + ba.len() - rank], &bb[i + bb.len() - rank]);
+                    x != y && *x != Dim::Const(1) && *y != Dim::Const(1)
+                }
+            })
+            .unwrap_or(0);
+        let (ia, ib) = (i + ba.len() - rank, i + bb.len() - rank);
+        format!(
+            "`matmul` batch dimensions do not broadcast: left is {}, right is {} (left axis {ia} is {}, right axis {ib} is {})",
+            shape_str(sa),
+            shape_str(sb),
+            ba[ia],
+            bb[ib]
+        )
+    })?;
+    shape.push(sa[ra - 2].clone());
+    shape.push(sb[rb - 1].clone());
     Ok((dt, shape))
 }
 

@@ -494,7 +494,11 @@ pub enum Op {
         keep_dims: bool,
     },
     Norm,
-    MatMul,
+    /// `matmul(a, b)` over the last two axes, batch axes broadcast; with `transpose_b`, input
+    /// `b` is stored with its last two axes swapped (`matmul(a, transpose(b))` read in place).
+    MatMul {
+        transpose_b: bool,
+    },
     Transpose {
         perm: Vec<usize>,
     },
@@ -536,7 +540,7 @@ impl Op {
             Op::Cast => "cast".into(),
             Op::Reduce { kind, .. } => kind.name().into(),
             Op::Norm => "norm".into(),
-            Op::MatMul => "matmul".into(),
+            Op::MatMul { .. } => "matmul".into(),
             Op::Transpose { .. } => "transpose".into(),
             Op::Reshape => "reshape".into(),
             Op::Conv2d { .. } => "conv2d".into(),

@@ -257,10 +257,10 @@ pub const OPS: &[OpRow] = &[
         family: Family::Linalg,
         signature: "matmul(a, b)",
         dtypes: NUMBER,
-        shape: "[.., M, K] x [.., K, N] -> [.., M, N]",
-        doc: "Matrix product (2-D, and batched).",
+        shape: "[.., M, K] x [.., K, N] -> [.., M, N]; the leading (batch) axes broadcast as NumPy's `@`",
+        doc: "Matrix product over the last two axes, batched over the others; `matmul(a, transpose(b))` reads `b` in place.",
         tf: "tf.linalg.matmul",
-        example: "let y = matmul(x, w) + b;",
+        example: "let scores = matmul(q, transpose(k, [0, 1, 3, 2]));",
     },
     OpRow {
         name: "transpose",
@@ -277,10 +277,10 @@ pub const OPS: &[OpRow] = &[
         family: Family::Linalg,
         signature: "reshape(x, [dims])",
         dtypes: ANY,
-        shape: "the listed dims (literals, symbols, one -1); the element count must match",
+        shape: "the listed dims (literals, symbols, products such as `B * 4`, one -1); the element count must match",
         doc: "The same elements in row-major order under a new shape.",
         tf: "tf.reshape",
-        example: "let flat = reshape(x, [B, -1]);",
+        example: "let heads = reshape(x, [B * 4, 64, 16]);",
     },
     // Neural networks.
     OpRow {

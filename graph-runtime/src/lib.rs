@@ -13,6 +13,7 @@ pub mod graph;
 pub mod layout;
 pub mod math;
 pub mod matmul;
+pub mod matmul_nd;
 pub mod parallel;
 pub mod profile;
 pub mod reduce;

@@ -86,6 +86,41 @@ pub trait GemmElement: Numeric {
         let _ = threads;
     }
 
+    /// `c[m, n] = a[m, k] * b[k, n]` where `b` is stored transposed: element `(p, j)` is at
+    /// `b + j * ldbt + p` (an `[n, k]` matrix with row stride `ldbt`), so `matmul(a,
+    /// transpose(b))` reads `b` in place; otherwise as [`gemm_strided`]. The float cores
+    /// pack `b` from this layout into the same panels as a row-major `b`, so the result is
+    /// bit-identical to transposing first; the default is a plain loop (exact for integers).
+    ///
+    /// # Safety
+    /// As for [`gemm_strided`], with `b` valid for `n` rows of `k` at stride `ldbt`.
+    ///
+    /// [`gemm_strided`]: GemmElement::gemm_strided
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn gemm_strided_bt(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const Self,
+        lda: usize,
+        b: *const Self,
+        ldbt: usize,
+        c: *mut Self,
+        ldc: usize,
+    ) {
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = Self::ZERO;
+                for p in 0..k {
+                    // SAFETY: (i, p) of `a` and (p, j) of `b` are inside the caller's extents.
+                    acc = acc.add(unsafe { (*a.add(i * lda + p)).mul(*b.add(j * ldbt + p)) });
+                }
+                // SAFETY: (i, j) of `c` is inside the caller's extents.
+                unsafe { *c.add(i * ldc + j) = acc };
+            }
+        }
+    }
+
     /// Packs `b` (`k x n`, contiguous) once for many [`gemm_prepacked`] calls and runs `f`
     /// on it, or runs `f(None)` if this type's GEMM core does not pre-pack.
     ///
@@ -237,6 +272,26 @@ impl GemmElement for f32 {
     prepack_impl!(f32);
 
     #[inline]
+    unsafe fn gemm_strided_bt(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        lda: usize,
+        b: *const f32,
+        ldbt: usize,
+        c: *mut f32,
+        ldc: usize,
+    ) {
+        if k == 0 {
+            zero_rows(m, n, c, ldc);
+            return;
+        }
+        // SAFETY: the caller vouches for the extents.
+        unsafe { packed::gemm_bt::<f32>(m, k, n, a, lda, b, ldbt, c, ldc) }
+    }
+
+    #[inline]
     fn reserve_gemm(threads: usize) {
         packed::reserve::<f32>(threads)
     }
@@ -282,6 +337,26 @@ impl GemmElement for f32 {
 impl GemmElement for f64 {
     scratch_impl!(f64);
     prepack_impl!(f64);
+
+    #[inline]
+    unsafe fn gemm_strided_bt(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f64,
+        lda: usize,
+        b: *const f64,
+        ldbt: usize,
+        c: *mut f64,
+        ldc: usize,
+    ) {
+        if k == 0 {
+            zero_rows(m, n, c, ldc);
+            return;
+        }
+        // SAFETY: the caller vouches for the extents.
+        unsafe { packed::gemm_bt::<f64>(m, k, n, a, lda, b, ldbt, c, ldc) }
+    }
 
     #[inline]
     fn reserve_gemm(threads: usize) {
@@ -887,6 +962,30 @@ mod packed {
         unsafe { T::dispatch_on(m, k, n, a, lda, BSrc::Raw(b, ldb), c, ldc) }
     }
 
+    /// As [`gemm`] with `b` stored transposed (element `(p, j)` at `b + j * ldbt + p`).
+    ///
+    /// # Safety
+    /// As for [`super::GemmElement::gemm_strided_bt`]; `k > 0`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub unsafe fn gemm_bt<T: PackElem>(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const T,
+        lda: usize,
+        b: *const T,
+        ldbt: usize,
+        c: *mut T,
+        ldc: usize,
+    ) {
+        if m == 0 || n == 0 {
+            return;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { T::dispatch_on(m, k, n, a, lda, BSrc::Transposed(b, ldbt), c, ldc) }
+    }
+
     /// Where a micro-kernel reads element `(r, p)` of its `MR x kc` left operand.
     pub trait ASrc<T>: Copy {
         /// # Safety
@@ -994,6 +1093,9 @@ mod packed {
     pub enum BSrc<T> {
         /// Row-major at `b` with row stride `ldb`: packed slice by slice.
         Raw(*const T, usize),
+        /// Stored transposed at `b` (element `(p, j)` at `b + j * ldbt + p`): packed slice by
+        /// slice into the same panels as [`BSrc::Raw`].
+        Transposed(*const T, usize),
         /// Already packed whole by [`prepack_b`] (`n_pad` columns); the product's column 0 is
         /// packed column `j0` (a multiple of the kernel's `NR`).
         Packed {
@@ -1116,6 +1218,14 @@ mod packed {
                             unsafe { pack_b(kc, nc, nr_max, b.add(pc * ldb + jc), ldb, bp) };
                             bp.as_ptr()
                         }
+                        BSrc::Transposed(b, ldbt) => {
+                            // SAFETY: columns jc..jc+nc (rows of the stored matrix), rows
+                            // pc..pc+kc of `b` are in bounds.
+                            unsafe {
+                                pack_b_transposed(kc, nc, nr_max, b.add(jc * ldbt + pc), ldbt, bp)
+                            };
+                            bp.as_ptr()
+                        }
                         // SAFETY: slice pc, panels from column j0+jc, of the packed `b`.
                         BSrc::Packed { base, n_pad, j0 } => unsafe {
                             base.add(pc * n_pad + (j0 + jc) * kc)
@@ -1195,6 +1305,38 @@ mod packed {
                 let src = unsafe { std::slice::from_raw_parts(b.add(p * ldb + j0), w) };
                 row[..w].copy_from_slice(src);
                 row[w..].fill(T::default());
+            }
+        }
+    }
+
+    /// As [`pack_b`] for a slice stored transposed: element `(p, j)` at `b + j * ldbt + p`.
+    ///
+    /// # Safety
+    /// `b` is valid for `nc` rows of `kc` at stride `ldbt`.
+    #[inline]
+    unsafe fn pack_b_transposed<T: PackElem>(
+        kc: usize,
+        nc: usize,
+        nr: usize,
+        b: *const T,
+        ldbt: usize,
+        dst: &mut [T],
+    ) {
+        for (panel, j0) in (0..nc).step_by(nr).enumerate() {
+            let w = nr.min(nc - j0);
+            let out = &mut dst[panel * kc * nr..][..kc * nr];
+            for j in 0..nr {
+                if j < w {
+                    // SAFETY: stored row j0+j, elements 0..kc of the slice are in bounds.
+                    let src = unsafe { std::slice::from_raw_parts(b.add((j0 + j) * ldbt), kc) };
+                    for (p, &v) in src.iter().enumerate() {
+                        out[p * nr + j] = v;
+                    }
+                } else {
+                    for p in 0..kc {
+                        out[p * nr + j] = T::default();
+                    }
+                }
             }
         }
     }

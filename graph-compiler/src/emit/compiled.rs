@@ -1118,19 +1118,14 @@ impl<'a> Emitter<'a> {
         let alloc = self.alloc(g.root);
         let vid = v(g.root);
         match an.op {
-            Op::MatMul => {
+            Op::MatMul { transpose_b } => {
                 let d = |s: &[Dim], i: usize| super::dim_expr(&s[i]);
-                let (batch, m, k) = if shape_a.len() == 3 {
-                    (d(&shape_a, 0), d(&shape_a, 1), d(&shape_a, 2))
-                } else {
-                    (quote!(1usize), d(&shape_a, 0), d(&shape_a, 1))
-                };
-                let nn = d(&shape_b, shape_b.len() - 1);
-                let b_stride = if shape_b.len() == 3 {
-                    quote!(#k * #nn)
-                } else {
-                    quote!(0usize)
-                };
+                let (ra, rb) = (shape_a.len(), shape_b.len());
+                let (m, k) = (d(&shape_a, ra - 2), d(&shape_a, ra - 1));
+                // The stored `b` is `[.., n, k]` when it is read transposed.
+                let nn = d(&shape_b, if transpose_b { rb - 2 } else { rb - 1 });
+                let a_batch = shape_expr(&shape_a[..ra - 2]);
+                let b_batch = shape_expr(&shape_b[..rb - 2]);
                 let call_epi = match &epilogue {
                     Some((kn, args)) => {
                         quote!(|__batch: usize, __row0: usize, __block: &mut [#et]| if __row > 0 { #kn(__batch * __m + __row0, __block, __row #(, #args)*) })
@@ -1141,8 +1136,8 @@ impl<'a> Emitter<'a> {
                     #alloc
                     #pre
                     let __m: usize = #m;
-                    let __dims = ::grafo::__private::matmul::MatmulDims { batch: #batch, m: __m, k: #k, n: #nn, a_batch_stride: __m * #k, b_batch_stride: #b_stride };
-                    ::grafo::__private::matmul::matmul_into(#sa, #sb, &mut #vid[..], __dims, #call_epi);
+                    let __spec = ::grafo::__private::matmul_nd::NdMatmul { a_batch: &#a_batch, b_batch: &#b_batch, m: __m, k: #k, n: #nn, b_transposed: #transpose_b };
+                    ::grafo::__private::matmul_nd::matmul_nd_into(#sa, #sb, &mut #vid[..], __spec, #call_epi);
                 }
             }
             Op::Conv2d { stride, padding } => {

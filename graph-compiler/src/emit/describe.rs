@@ -95,6 +95,9 @@ pub fn body(
                 ("keep_dims".into(), keep_dims.to_string()),
             ],
             Op::Transpose { perm } => vec![("perm".into(), format!("{perm:?}"))],
+            Op::MatMul { transpose_b: true } => {
+                vec![("transpose_b".into(), "true".into())]
+            }
             Op::Conv2d { stride, padding } => vec![
                 ("stride".into(), stride.to_string()),
                 ("padding".into(), format!("{padding:?}").to_uppercase()),

@@ -128,7 +128,15 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             quote!(#ev::#f(#x, Some(&[#(#axes),*][..]), #keep_dims)?)
         }
         Op::Norm => call("norm", &ins),
-        Op::MatMul => call("matmul", &ins),
+        Op::MatMul { transpose_b: false } => call("matmul", &ins),
+        Op::MatMul { transpose_b: true } => {
+            // Op by op, the transposed operand is made first (only the compiled path reads it in place).
+            let (a, b) = (&ins[0], &ins[1]);
+            let rank = graph.node(n.inputs[1]).shape.len();
+            let mut perm: Vec<usize> = (0..rank).collect();
+            perm.swap(rank - 1, rank - 2);
+            quote!(#ev::matmul(#a, #ev::transpose(#b, Some(&[#(#perm),*][..]))?.view())?)
+        }
         Op::Transpose { perm } => {
             let x = &ins[0];
             quote!(#ev::transpose(#x, Some(&[#(#perm),*][..]))?)

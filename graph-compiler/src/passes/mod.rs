@@ -4,6 +4,7 @@ pub mod cse;
 pub mod dce;
 pub mod fold;
 pub mod simplify;
+pub mod transpose_operand;
 
 use crate::ir::{Graph, NodeId, Predicate};
 
@@ -52,7 +53,8 @@ impl PassConfig {
     }
 }
 
-/// Runs the enabled passes in order: fold, simplify, cse, dce (fold again after simplify exposes constants).
+/// Runs the enabled passes in order: fold, simplify, cse, transposed matmul operands (with
+/// fusion), dce (fold again after simplify exposes constants).
 pub fn optimise(graph: &mut Graph, config: &PassConfig, diag: &mut crate::diag::Diagnostics) {
     if config.fold {
         fold::run(graph, diag);
@@ -65,6 +67,9 @@ pub fn optimise(graph: &mut Graph, config: &PassConfig, diag: &mut crate::diag::
     }
     if config.cse {
         cse::run(graph);
+    }
+    if config.fusion {
+        transpose_operand::run(graph);
     }
     if config.dce {
         dce::run(graph);

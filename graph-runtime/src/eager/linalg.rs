@@ -6,10 +6,11 @@ use super::IntoView;
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::layout::{check_perm, transpose_into};
-use crate::matmul::{matmul_into, no_epilogue, GemmElement, MatmulDims};
+use crate::matmul::{no_epilogue, GemmElement};
+use crate::matmul_nd::{check, matmul_nd_into, NdMatmul};
 
-/// `matmul(a, b)`: `[m, k] x [k, n]`, batched `[B, m, k] x [B, k, n]`, or one matrix
-/// broadcast over the batch (`[B, m, k] x [k, n]` or `[m, k] x [B, k, n]`).
+/// `matmul(a, b)`: `[.., m, k] x [.., k, n]`, the leading (batch) axes broadcast as NumPy
+/// does (`[B, H, S, D] x [B, H, D, S]`, `[B, S, D] x [D, E]`, `[B, 1, m, k] x [H, k, n]`).
 ///
 /// Errors name the op, both shapes and the offending axis of the left operand.
 pub fn matmul<'a, T: GemmElement>(
@@ -18,59 +19,21 @@ pub fn matmul<'a, T: GemmElement>(
 ) -> Result<ArrayD<T>, Error> {
     let (a, b) = (a.into_view(), b.into_view());
     let (sa, sb) = (a.shape(), b.shape());
-    if !(2..=3).contains(&sa.len()) || !(2..=3).contains(&sb.len()) {
-        return Err(Error::shape(
-            "matmul",
-            "operands must be matrices or batches of matrices (rank 2 or 3)",
-            sa,
-            sb,
-            None,
-        ));
-    }
-    // The last two axes are the matrices; a leading axis, if any, is the batch.
-    let (m, k) = (sa[sa.len() - 2], sa[sa.len() - 1]);
-    let (k2, n) = (sb[sb.len() - 2], sb[sb.len() - 1]);
-    if k != k2 {
-        return Err(Error::shape(
-            "matmul",
-            format!("inner dimensions differ ({k} != {k2})"),
-            sa,
-            sb,
-            Some(sa.len() - 1),
-        ));
-    }
-    let batch_a = (sa.len() == 3).then(|| sa[0]);
-    let batch_b = (sb.len() == 3).then(|| sb[0]);
-    let batch = match (batch_a, batch_b) {
-        (Some(x), Some(y)) if x != y => {
-            return Err(Error::shape(
-                "matmul",
-                format!("batch sizes differ ({x} != {y})"),
-                sa,
-                sb,
-                Some(0),
-            ))
-        }
-        (Some(x), _) | (None, Some(x)) => Some(x),
-        (None, None) => None,
-    };
-    let dims = MatmulDims {
-        batch: batch.unwrap_or(1),
-        m,
-        k,
-        n,
-        a_batch_stride: if batch_a.is_some() { m * k } else { 0 },
-        b_batch_stride: if batch_b.is_some() { k * n } else { 0 },
+    let shape = check(sa, sb)?;
+    let (ra, rb) = (sa.len(), sb.len());
+    let spec = NdMatmul {
+        a_batch: &sa[..ra - 2],
+        b_batch: &sb[..rb - 2],
+        m: sa[ra - 2],
+        k: sa[ra - 1],
+        n: sb[rb - 1],
+        b_transposed: false,
     };
     // Non-contiguous views (transposed, sliced) are copied to row-major once.
-    let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
-    let (a_s, b_s) = (contiguous(&a), contiguous(&b));
-    let mut out = vec![T::ZERO; dims.batch * m * n];
-    matmul_into(a_s, b_s, &mut out, dims, no_epilogue);
-    let shape = match batch {
-        Some(bs) => vec![bs, m, n],
-        None => vec![m, n],
-    };
+    let (ac, bc) = (a.as_standard_layout(), b.as_standard_layout());
+    let (a_s, b_s) = (contiguous(&ac), contiguous(&bc));
+    let mut out = vec![T::ZERO; shape.iter().product()];
+    matmul_nd_into(a_s, b_s, &mut out, spec, no_epilogue);
     Ok(from_vec(shape, out))
 }
 

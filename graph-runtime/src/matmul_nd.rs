@@ -1,0 +1,231 @@
+//! N-D `matmul` with NumPy's broadcast batch dims (`[B, H, S, D] @ [B, H, D, S]`, `[B, S, D] @ [D, E]`), and a right operand read transposed in place, on the GEMM of [`crate::matmul`].
+//!
+//! The last two axes of each operand are the matrices; the axes before them are batch axes,
+//! right-aligned and broadcast as NumPy does (a 1 or a missing axis repeats the operand).
+//! When the batch maps onto plain strides, the product is one [`matmul_into`] call (the
+//! same path as before N-D products existed); otherwise each output matrix is its own
+//! product, run in parallel.
+
+use rayon::prelude::*;
+
+use crate::error::Error;
+use crate::matmul::{block_plan, matmul_into, GemmElement, MatmulDims, SEQUENTIAL_MACS};
+
+/// The sizes of an N-D product; batch shapes are right-aligned against each other.
+#[derive(Debug, Clone, Copy)]
+pub struct NdMatmul<'s> {
+    /// The batch axes of `a` (its shape without the last two axes).
+    pub a_batch: &'s [usize],
+    /// The batch axes of `b`.
+    pub b_batch: &'s [usize],
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    /// `b` is stored as `[.., n, k]` and read as its transpose (`matmul(a, transpose(b))`).
+    pub b_transposed: bool,
+}
+
+/// The broadcast batch shape of two batch shapes, or the output axis where they clash.
+pub fn broadcast_batch(a: &[usize], b: &[usize]) -> Result<Vec<usize>, usize> {
+    let rank = a.len().max(b.len());
+    (0..rank).map(|i| out_dim(a, b, rank, i).ok_or(i)).collect()
+}
+
+/// Output batch axis `i` of the broadcast of `a` and `b` (`rank` axes), or `None` if the
+/// two clash there.
+fn out_dim(a: &[usize], b: &[usize], rank: usize, i: usize) -> Option<usize> {
+    let da = (i + a.len() >= rank).then(|| a[i + a.len() - rank]);
+    let db = (i + b.len() >= rank).then(|| b[i + b.len() - rank]);
+    match (da, db) {
+        (Some(x), Some(y)) if x == y || y == 1 => Some(x),
+        (Some(1), Some(y)) => Some(y),
+        (Some(x), None) | (None, Some(x)) => Some(x),
+        (Some(_), Some(_)) => None,
+        (None, None) => Some(1),
+    }
+}
+
+/// The matrix offset (in matrices) in operand `x` of output matrix `flat`: the output
+/// index is unravelled over the broadcast batch, and `x`'s broadcast axes (1 or missing)
+/// contribute nothing. Allocation-free, like the rest of the steady-state path.
+fn offset(flat: usize, x: &[usize], a: &[usize], b: &[usize]) -> usize {
+    let rank = a.len().max(b.len());
+    let (mut rest, mut at, mut step) = (flat, 0, 1);
+    for i in (0..rank).rev() {
+        let d = out_dim(a, b, rank, i).unwrap_or(1).max(1);
+        let idx = rest % d;
+        rest /= d;
+        if i + x.len() >= rank {
+            let xd = x[i + x.len() - rank];
+            if xd != 1 {
+                at += idx * step;
+            }
+            step *= xd;
+        }
+    }
+    at
+}
+
+/// How an operand's batch maps onto the output's: one matrix for all, one per output
+/// matrix in order, or neither (a partial broadcast such as `[B, 1]` against `[B, H]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Map {
+    Shared,
+    Dense,
+    General,
+}
+
+fn map_of(batch: &[usize], out_count: usize) -> Map {
+    let count: usize = batch.iter().product();
+    if count == 1 {
+        Map::Shared
+    } else if count == out_count {
+        Map::Dense
+    } else {
+        Map::General
+    }
+}
+
+/// `out[i] = a[i'] * b[i'']` for every matrix `i` of the broadcast batch, then
+/// `epilogue(i, first_row, block)` on each finished block of rows of output matrix `i`, as
+/// for [`matmul_into`]. The output batch is the broadcast of the operands'; `out` holds its
+/// matrices row-major.
+///
+/// Panics if a slice is shorter than the sizes say or the batches do not broadcast (the
+/// callers check shapes first: the macro at compile time, [`check`] for the eager API).
+pub fn matmul_nd_into<T: GemmElement, E>(
+    a: &[T],
+    b: &[T],
+    out: &mut [T],
+    spec: NdMatmul<'_>,
+    epilogue: E,
+) where
+    E: Fn(usize, usize, &mut [T]) + Sync,
+{
+    let NdMatmul { m, k, n, .. } = spec;
+    let (ab, bb) = (spec.a_batch, spec.b_batch);
+    let rank = ab.len().max(bb.len());
+    let batch: usize = (0..rank)
+        .map(|i| out_dim(ab, bb, rank, i).expect("matmul batch dims broadcast"))
+        .product();
+    let (map_a, map_b) = (map_of(ab, batch), map_of(bb, batch));
+    let stride_of = |map: Map, matrix: usize| if map == Map::Shared { 0 } else { matrix };
+    if !spec.b_transposed && map_a != Map::General && map_b != Map::General {
+        let dims = MatmulDims {
+            batch,
+            m,
+            k,
+            n,
+            a_batch_stride: stride_of(map_a, m * k),
+            b_batch_stride: stride_of(map_b, k * n),
+        };
+        matmul_into(a, b, out, dims, epilogue);
+        return;
+    }
+    let out = &mut out[..batch * m * n];
+    if out.is_empty() {
+        return;
+    }
+    let a_count: usize = spec.a_batch.iter().product();
+    let b_count: usize = spec.b_batch.iter().product();
+    assert!(
+        a.len() >= a_count * m * k && b.len() >= b_count * k * n,
+        "matmul_nd_into: operands shorter than {spec:?}"
+    );
+    let one = |bi: usize, out_b: &mut [T]| {
+        let a_b = &a[offset(bi, ab, ab, bb) * m * k..][..m * k];
+        let b_b = &b[offset(bi, bb, ab, bb) * k * n..][..k * n];
+        if !spec.b_transposed {
+            let dims = MatmulDims::single(m, k, n);
+            matmul_into(a_b, b_b, out_b, dims, |_, r0, blk: &mut [T]| {
+                epilogue(bi, r0, blk)
+            });
+            return;
+        }
+        let rows = if m * k * n < SEQUENTIAL_MACS {
+            m
+        } else {
+            block_plan(m, k, n, batch).rows
+        };
+        let block = |(blk, out_blk): (usize, &mut [T])| {
+            let r0 = blk * rows;
+            let r = out_blk.len() / n;
+            // SAFETY: rows r0..r0+r of `a_b` (k each), all n rows of k of the stored `b_b`
+            // and the r x n block are inside the slices taken above.
+            unsafe {
+                T::gemm_strided_bt(
+                    r,
+                    k,
+                    n,
+                    a_b[r0 * k..].as_ptr(),
+                    k,
+                    b_b.as_ptr(),
+                    k,
+                    out_blk.as_mut_ptr(),
+                    n,
+                )
+            };
+            epilogue(bi, r0, out_blk);
+        };
+        if n == 0 {
+            return;
+        }
+        if rows >= m {
+            out_b
+                .chunks_mut(rows.max(1) * n)
+                .enumerate()
+                .for_each(block);
+        } else {
+            out_b.par_chunks_mut(rows * n).enumerate().for_each(block);
+        }
+    };
+    if batch == 1 || m * k * n * batch < SEQUENTIAL_MACS {
+        out.chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(bi, o)| one(bi, o));
+    } else {
+        out.par_chunks_mut(m * n)
+            .enumerate()
+            .for_each(|(bi, o)| one(bi, o));
+    }
+}
+
+/// The output shape of `matmul(a, b)` for the eager API, or the error naming both shapes
+/// and the axis of the left operand that is wrong.
+pub fn check(sa: &[usize], sb: &[usize]) -> Result<Vec<usize>, Error> {
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(Error::shape(
+            "matmul",
+            "operands must have rank 2 or more (matrices, or batches of them in the leading axes)",
+            sa,
+            sb,
+            None,
+        ));
+    }
+    let (ra, rb) = (sa.len(), sb.len());
+    let (k, k2) = (sa[ra - 1], sb[rb - 2]);
+    if k != k2 {
+        return Err(Error::shape(
+            "matmul",
+            format!("inner dimensions differ ({k} != {k2})"),
+            sa,
+            sb,
+            Some(ra - 1),
+        ));
+    }
+    let (ba, bb) = (&sa[..ra - 2], &sb[..rb - 2]);
+    let mut shape = broadcast_batch(ba, bb).map_err(|i| {
+        let rank = ba.len().max(bb.len());
+        let (x, y) = (ba[i + ba.len() - rank], bb[i + bb.len() - rank]);
+        Error::shape(
+            "matmul",
+            format!("batch dimensions do not broadcast ({x} != {y})"),
+            sa,
+            sb,
+            Some(i + ba.len() - rank),
+        )
+    })?;
+    shape.push(sa[ra - 2]);
+    shape.push(sb[rb - 1]);
+    Ok(shape)
+}

@@ -1,0 +1,91 @@
+//! Counting-allocator proof that `matmul_nd_into` allocates nothing in steady state, on the
+//! transformer's products: `[B, H, S, D] x [B, H, D, S]` read transposed in place, a
+//! partially broadcast batch (`[B, 1]` against `[H]`), and `[B, S, D] x [D, E]`.
+
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
+
+use counting_alloc::{allocations, serial};
+use graph_runtime::matmul::GemmElement;
+use graph_runtime::matmul_nd::{matmul_nd_into, NdMatmul};
+
+/// One product: the batch shapes of `a` and `b`, `m, k, n`, whether `b` is transposed.
+type Case = (&'static [usize], &'static [usize], [usize; 3], bool);
+
+const CASES: [Case; 3] = [
+    (&[2, 4], &[2, 4], [64, 16, 64], true),
+    (&[2, 1], &[4], [64, 16, 16], false),
+    (&[2], &[], [64, 256, 256], false),
+];
+
+fn values<T: GemmElement>(len: usize, seed: usize) -> Vec<T> {
+    (0..len)
+        .map(|i| T::from_f64(((i * 7 + seed * 13) % 17) as f64 / 8.0 - 1.0))
+        .collect()
+}
+
+fn check_steady_state<T: GemmElement>() {
+    let _serial = serial();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let mut ops: Vec<(Vec<T>, Vec<T>, Vec<T>)> = CASES
+        .iter()
+        .map(|(ab, bb, [m, k, n], _)| {
+            let na: usize = ab.iter().product();
+            let nb: usize = bb.iter().product();
+            let out = na.max(nb) * 4 * m * n;
+            (
+                values::<T>(na * m * k, 1),
+                values::<T>(nb * k * n, 2),
+                vec![T::ZERO; out],
+            )
+        })
+        .collect();
+    let run = |ops: &mut Vec<(Vec<T>, Vec<T>, Vec<T>)>| {
+        pool.install(|| {
+            for ((ab, bb, [m, k, n], bt), (a, b, out)) in CASES.iter().zip(ops.iter_mut()) {
+                let spec = NdMatmul {
+                    a_batch: ab,
+                    b_batch: bb,
+                    m: *m,
+                    k: *k,
+                    n: *n,
+                    b_transposed: *bt,
+                };
+                matmul_nd_into(a, b, out, spec, |_, _, blk: &mut [T]| {
+                    for v in blk {
+                        *v = v.maximum(T::ZERO);
+                    }
+                });
+            }
+        })
+    };
+    run(&mut ops);
+    let reference: Vec<Vec<T>> = ops.iter().map(|op| op.2.clone()).collect();
+    let (counts, ()) = allocations(|| {
+        for _ in 0..10 {
+            run(&mut ops);
+        }
+    });
+    for (op, r) in ops.iter().zip(&reference) {
+        assert!(op.2 == *r, "results changed between runs");
+    }
+    assert_eq!(
+        (counts.all, counts.all_bytes),
+        (0, 0),
+        "{}: matmul_nd_into allocated in steady state",
+        std::any::type_name::<T>()
+    );
+}
+
+#[test]
+fn matmul_nd_f32_allocates_nothing_after_warm_up() {
+    check_steady_state::<f32>();
+}
+
+#[test]
+fn matmul_nd_f64_allocates_nothing_after_warm_up() {
+    check_steady_state::<f64>();
+}
