@@ -1,7 +1,7 @@
 //! `#[graph] mod`: graph functions calling each other (inlined at the call, symbols bound
 //! from the arguments), checked compiled vs eager vs a naive reference written here.
 
-use grafo::ndarray::{Dimension, IxDyn};
+use grafo::ndarray::IxDyn;
 use grafo::prelude::*;
 
 #[graph]
@@ -117,18 +117,6 @@ fn dense_ref(x: &Array2<f64>, w: &Array2<f64>, b: &Array1<f64>) -> Array2<f64> {
     out
 }
 
-/// Compiled and eager means agree to a few f32 ulps: the compiled fused mean and the eager
-/// `reduce_mean` do not accumulate alike yet (issue 11, item 5, is making them so).
-fn assert_close<D: Dimension>(a: &Array<f32, D>, b: &Array<f32, D>) {
-    assert_eq!(a.shape(), b.shape());
-    for (x, y) in a.iter().zip(b) {
-        assert!(
-            (x - y).abs() <= 4.0 * f32::EPSILON * (1.0 + y.abs()),
-            "{x} vs {y}"
-        );
-    }
-}
-
 fn to2(a: &ArrayD<f32>) -> Array2<f32> {
     a.clone().into_dimensionality().unwrap()
 }
@@ -151,9 +139,9 @@ fn block_matches_eager_and_reference() {
         let beta2 = to1(&filled(&[8], 9));
         let compiled = layers::block(&x, &w1, &b1, &g1, &beta1, &w2, &b2, &g2, &beta2).unwrap();
         let eager = layers::block::eager(&x, &w1, &b1, &g1, &beta1, &w2, &b2, &g2, &beta2).unwrap();
-        assert_close(&compiled.0, &eager.0);
-        assert_close(&compiled.1, &eager.1);
-        assert_close(&compiled.2, &eager.2);
+        assert_eq!(compiled.0, eager.0, "rows {rows}: compiled and eager differ");
+        assert_eq!(compiled.1, eager.1);
+        assert_eq!(compiled.2, eager.2);
 
         let f = |a: &Array2<f32>| a.mapv(f64::from);
         let g = |a: &Array1<f32>| a.mapv(f64::from);
@@ -183,7 +171,7 @@ fn callees_are_graph_functions_too() {
     let b = to1(&filled(&[3], 13));
     let compiled = layers::layer_norm(&x, &g, &b).unwrap();
     let eager = layers::layer_norm::eager(&x, &g, &b).unwrap();
-    assert_close(&compiled, &eager);
+    assert_eq!(compiled, eager);
     let want = layer_norm_ref(&x.mapv(f64::from), &g.mapv(f64::from), &b.mapv(f64::from));
     for ((i, j), w) in want.indexed_iter() {
         assert!((f64::from(compiled[[i, j]]) - w).abs() < 1e-4);
@@ -238,8 +226,8 @@ fn nested_tuple_results() {
         let (range, (centred, mean)) = layers::spread(&x).unwrap();
         let (range_e, (centred_e, mean_e)) = layers::spread::eager(&x).unwrap();
         assert_eq!(range, range_e);
-        assert_close(&mean, &mean_e);
-        assert_close(&centred, &centred_e);
+        assert_eq!(mean, mean_e);
+        assert_eq!(centred, centred_e);
         let hi = x.iter().copied().fold(f32::MIN, f32::max);
         let lo = x.iter().copied().fold(f32::MAX, f32::min);
         assert_eq!(range[()], hi - lo);
