@@ -2,12 +2,12 @@
 
 use crate::diag::Diagnostics;
 use crate::emit::{self, public_params, result_type, view_params};
+use crate::emit::{format_ident, quote};
 use crate::ir::{type_str, Param};
 use crate::passes::PassConfig;
 use crate::signature::{parse_signature, Signature};
 use crate::{fuse, lower, passes, schedule};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
 
 /// The largest value (in elements) of a graph that `run` keeps on the caller's thread.
 const SMALL_GRAPH_ELEMENTS: u64 = 4096;
@@ -16,7 +16,7 @@ const SMALL_GRAPH_ELEMENTS: u64 = 4096;
 /// `NAME::{eager, run, graph}` module; a `mod` into the same for every `fn` inside, each
 /// able to call the others (the call is inlined).
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match syn::parse2::<syn::Item>(item) {
+    match syn::parse2::<syn::Item>(unwrap_invisible_groups(item)) {
         Ok(syn::Item::Fn(func)) => expand_fn(attr, func, &lower::Callees::default()),
         Ok(syn::Item::Mod(module)) => expand_mod(attr, module),
         Ok(other) => syn::Error::new_spanned(
@@ -99,6 +99,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
     let sched = schedule::schedule(&graph, &plan);
 
     let name = &func.sig.ident;
+    let mod_keyword = module_keyword(name);
     let name_str = name.to_string();
     let vis = &func.vis;
     let attrs = &func.attrs;
@@ -120,6 +121,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
         .collect();
     let mut checks = emit::entry_checks(&sig.params);
     checks.extend(emit::product_dims([&graph, &eager_graph]));
+    checks.extend(emit::host_range_checks(&eager_graph, &sig.params));
     // A graph whose every value is small and static runs on the caller's thread in a
     // Session: handing it to the pool would cost more than the work (W5: scalars).
     let small = graph
@@ -160,14 +162,14 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
             #(#to_views)*
             // The buffers of the plan stay with this thread for its next call (a `Session`
             // gives the same reuse with an explicit owner); a re-entrant call gets fresh ones.
-            #name::PLAIN_CALL_ARENA.with(|__cell| match __cell.try_borrow_mut() {
+            #name::__GRAFO_PLAIN_CALL_ARENA.with(|__cell| match __cell.try_borrow_mut() {
                 ::std::result::Result::Ok(mut __arena) => {
-                    let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::GRAPH_KEY, &mut __arena, ::std::option::Option::None);
+                    let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::__GRAFO_GRAPH_KEY, &mut __arena, ::std::option::Option::None);
                     #name::__compiled(&mut __ctx, #(#names),*)
                 }
                 ::std::result::Result::Err(_) => {
                     let mut __arena = ::grafo::__private::exec::Arena::new();
-                    let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::GRAPH_KEY, &mut __arena, ::std::option::Option::None);
+                    let mut __ctx = ::grafo::__private::exec::ExecCtx::new(#name::__GRAFO_GRAPH_KEY, &mut __arena, ::std::option::Option::None);
                     #name::__compiled(&mut __ctx, #(#names),*)
                 }
             })
@@ -175,14 +177,14 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
 
         #[doc = #mod_doc]
         #allow
-        #vis mod #name {
+        #vis #mod_keyword #name {
             /// The key of this graph's buffers in a `Session`.
-            pub const GRAPH_KEY: &str = ::std::concat!(::std::module_path!(), "::", #name_str);
+            pub const __GRAFO_GRAPH_KEY: &str = ::std::concat!(::std::module_path!(), "::", #name_str);
 
             ::std::thread_local! {
                 /// The buffer plan's buffers of plain calls on this thread, kept for the next call.
                 #[doc(hidden)]
-                pub static PLAIN_CALL_ARENA: ::std::cell::RefCell<::grafo::__private::exec::Arena> =
+                pub static __GRAFO_PLAIN_CALL_ARENA: ::std::cell::RefCell<::grafo::__private::exec::Arena> =
                     const { ::std::cell::RefCell::new(::grafo::__private::exec::Arena::new()) };
             }
 
@@ -207,7 +209,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
             #allow
             pub fn run #lts (__session: &mut ::grafo::Session, #(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 #(#to_views)*
-                __session.#run_fn(GRAPH_KEY, move |__ctx| __compiled(__ctx, #(#names),*))
+                __session.#run_fn(__GRAFO_GRAPH_KEY, move |__ctx| __compiled(__ctx, #(#names),*))
             }
 
             #[doc = "The compiled graph as data: nodes, cond subgraphs, fusion groups, schedule and buffer plan."]
@@ -217,6 +219,46 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
             }
         }
     }
+}
+
+/// The function with every invisible group (`Delimiter::None`, what a `macro_rules!`
+/// fragment such as `$s:literal` or `$n:expr` arrives wrapped in) of one token tree, or of a
+/// `-` and a literal, replaced by its contents, so `conv2d(x, k, $s, "SAME")` and
+/// `Tensor<f32, $n>` read the literal as if written in place. Unwrapping one token (or a
+/// negated literal) cannot change how the expression around it parses; longer groups stay
+/// and are read as parenthesised expressions.
+fn unwrap_invisible_groups(tokens: TokenStream) -> TokenStream {
+    use proc_macro2::{Delimiter, Group, TokenTree};
+    let mut out = TokenStream::new();
+    for tt in tokens {
+        match tt {
+            TokenTree::Group(g) => {
+                let inner = unwrap_invisible_groups(g.stream());
+                let trees: Vec<TokenTree> = inner.clone().into_iter().collect();
+                let plain = match trees.as_slice() {
+                    [_] => true,
+                    [TokenTree::Punct(p), TokenTree::Literal(_)] => p.as_char() == '-',
+                    _ => false,
+                };
+                if g.delimiter() == Delimiter::None && plain {
+                    out.extend(inner);
+                } else {
+                    let mut rebuilt = Group::new(g.delimiter(), inner);
+                    rebuilt.set_span(g.span());
+                    out.extend([TokenTree::Group(rebuilt)]);
+                }
+            }
+            other => out.extend([other]),
+        }
+    }
+    out
+}
+
+/// The `mod` keyword of the generated module, at the function's name: a `#[graph]` fn in an
+/// `impl` block (where no module can live) gets rustc's "module is not supported in `impl`s"
+/// at the fn itself.
+fn module_keyword(name: &syn::Ident) -> TokenStream {
+    quote::quote_spanned!(name.span()=> mod)
 }
 
 fn doc_text(name: &str, sig: &Signature) -> String {
@@ -308,6 +350,7 @@ fn fallback(
         return err;
     }
     let name = &func.sig.ident;
+    let mod_keyword = module_keyword(name);
     let vis = &func.vis;
     let pub_params = public_params(&sig.params);
     let lts = emit::lifetimes(&sig.params);
@@ -320,7 +363,7 @@ fn fallback(
             ::std::unreachable!("`#[graph]` reported a compile error")
         }
         #allow
-        #vis mod #name {
+        #vis #mod_keyword #name {
             pub fn eager #lts (#(#pub_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 ::std::unreachable!("`#[graph]` reported a compile error")
             }

@@ -107,6 +107,15 @@ impl DType {
         matches!(self, DType::I32 | DType::I64)
     }
 
+    /// The size of one element in bytes.
+    pub fn size_bytes(self) -> u64 {
+        match self {
+            DType::F32 | DType::I32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
+    }
+
     /// The variant name in `grafo::DType`.
     pub fn variant(self) -> &'static str {
         match self {
@@ -287,7 +296,11 @@ impl Scalar {
     /// The value converted to `dtype` (`as` semantics).
     pub fn convert(self, dtype: DType) -> Scalar {
         match dtype {
-            DType::F32 => Scalar::Float(self.as_f64() as f32 as f64),
+            // An integer is rounded to f32 once, as `i64 as f32` does (not through f64).
+            DType::F32 => Scalar::Float(match self {
+                Scalar::Int(v) => v as f32 as f64,
+                other => other.as_f64() as f32 as f64,
+            }),
             DType::F64 => Scalar::Float(self.as_f64()),
             DType::I32 => Scalar::Int(match self {
                 Scalar::Int(v) => v as i32 as i64,
@@ -716,6 +729,8 @@ pub struct TensorParam {
     pub dtype: DType,
     pub shape: Shape,
     pub span: Span,
+    /// Declared `mut x: ...`: reassignable in the body like a `let mut`.
+    pub mutable: bool,
 }
 
 /// A host parameter (plain Rust value).
@@ -725,6 +740,8 @@ pub struct HostParam {
     pub ty: syn::Type,
     /// The scalar dtype it acts as when used as an operand.
     pub dtype: DType,
+    /// Declared `mut n: ...`: reassignable in the body like a `let mut`.
+    pub mutable: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -110,7 +110,7 @@ pub fn lower(
                     t.span.into(),
                 );
                 lw.graph.node_mut(id).name = Some(t.name.to_string());
-                lw.bind(&t.name.to_string(), Value::Tensor(id), false);
+                lw.bind(&t.name.to_string(), Value::Tensor(id), t.mutable);
             }
             Param::Host(h) => {
                 let name = &h.name;
@@ -121,12 +121,13 @@ pub fn lower(
                         dtype: h.dtype,
                         node: None,
                     },
-                    false,
+                    h.mutable,
                 );
             }
         }
     }
     let result = lw.lower_block_inner(body);
+    lw.check_weak_ranges();
     lw.graph.effects = std::mem::take(&mut lw.effects);
     let ret_span = body.stmts.last().map_or(fn_span, |s| s.span());
     if matches!(result, Value::Unit) && !outputs.is_empty() {
@@ -224,6 +225,51 @@ fn line_of(span: Span) -> u32 {
     span.line()
 }
 
+/// The expression inside the invisible groups a `macro_rules!` fragment arrives in.
+fn unwrapped(e: &Expr) -> &Expr {
+    match e {
+        Expr::Group(g) => unwrapped(&g.expr),
+        other => other,
+    }
+}
+
+/// The values of a dtype, for messages.
+fn range_text(dtype: DType) -> String {
+    match dtype {
+        DType::I32 => format!("{} holds {}..={}", dtype, i32::MIN, i32::MAX),
+        DType::I64 => format!("{} holds {}..={}", dtype, i64::MIN, i64::MAX),
+        DType::F32 => format!("the largest finite {dtype} is {:e}", f32::MAX),
+        DType::F64 => format!("the largest finite {dtype} is {:e}", f64::MAX),
+        DType::Bool => "bool holds `true` and `false`".into(),
+    }
+}
+
+/// `Some(range)` when constant `value` does not fit `dtype`: an integer outside its range,
+/// or a finite float that would round to infinity (as rustc's `overflowing_literals`).
+fn out_of_range(value: Scalar, dtype: DType) -> Option<String> {
+    let fits = match (value, dtype) {
+        (Scalar::Int(v), DType::I32) => i32::try_from(v).is_ok(),
+        (Scalar::Float(v), DType::F32) => !v.is_finite() || (v as f32).is_finite(),
+        _ => true,
+    };
+    (!fits).then(|| range_text(dtype))
+}
+
+/// The size in bytes of the static dims of `shape` (those that are not 0, as ndarray counts),
+/// `None` if it overflows an `isize`: no array can be that large. Symbols count as 1 here;
+/// their sizes are checked at run time.
+fn static_bytes(shape: &[Dim], dtype: DType) -> Option<u64> {
+    let mut bytes = dtype.size_bytes();
+    for d in shape {
+        if let Dim::Const(n) = d {
+            if *n != 0 {
+                bytes = bytes.checked_mul(*n)?;
+            }
+        }
+    }
+    (bytes <= isize::MAX as u64).then_some(bytes)
+}
+
 impl Lowerer<'_> {
     fn push(
         &mut self,
@@ -233,6 +279,16 @@ impl Lowerer<'_> {
         shape: Shape,
         span: Span,
     ) -> NodeId {
+        let too_big = static_bytes(&shape, dtype).is_none();
+        if too_big {
+            self.diag.error(
+                span,
+                format!(
+                    "the value {} is larger than any array can be: its size in bytes does not fit in an `isize`",
+                    type_str(dtype, &shape)
+                ),
+            );
+        }
         self.graph.push(Node {
             op,
             inputs,
@@ -242,8 +298,30 @@ impl Lowerer<'_> {
             line: line_of(span),
             name: None,
             region: self.region,
-            poisoned: false,
+            poisoned: too_big,
         })
+    }
+
+    /// Any weak constant still out of its dtype's range where an op reads it (the paths
+    /// that retype weak operands check it there; this catches the others).
+    fn check_weak_ranges(&mut self) {
+        let mut reported = Vec::new();
+        for n in &self.graph.nodes {
+            if n.poisoned {
+                continue;
+            }
+            for &i in &n.inputs {
+                let input = self.graph.node(i);
+                if let Op::Const { value, weak: true } = input.op {
+                    if let Some(range) = out_of_range(value, input.dtype) {
+                        if !reported.contains(&i) {
+                            reported.push(i);
+                            self.diag.error(input.span, format!("the constant `{value}` is out of range for {}, the dtype it takes here ({range})", input.dtype));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn poisoned(&mut self, span: Span) -> NodeId {
@@ -368,6 +446,13 @@ impl Lowerer<'_> {
                     );
                     return self.poisoned(span);
                 }
+                if let Some(range) = out_of_range(value, dtype) {
+                    self.diag.error(
+                        n.span,
+                        format!("the constant `{value}` is out of range for {dtype}, the dtype it takes here ({range})"),
+                    );
+                    return self.poisoned(span);
+                }
                 self.push(
                     Op::Const {
                         value: value.convert(dtype),
@@ -410,6 +495,14 @@ impl Lowerer<'_> {
         }
     }
 
+    /// Whether weak constant `id` does not fit `dtype`.
+    fn weak_out_of_range(&self, id: NodeId, dtype: DType) -> bool {
+        match self.graph.node(id).op {
+            Op::Const { value, weak: true } => out_of_range(value, dtype).is_some(),
+            _ => false,
+        }
+    }
+
     /// A weak node with its default dtype (i32 / f32), other nodes unchanged.
     fn concrete(&mut self, id: NodeId) -> NodeId {
         match self.graph.node(id).op {
@@ -438,9 +531,15 @@ impl Lowerer<'_> {
     fn coerce(&mut self, a: NodeId, b: NodeId, span: Span) -> (NodeId, NodeId) {
         let (wa, wb) = (self.is_weak(a), self.is_weak(b));
         let (da, db) = (self.graph.node(a).dtype, self.graph.node(b).dtype);
+        // A weak operand out of range is retyped even to its own default dtype: `retype` is
+        // where the range is reported (`x + 3000000000` with `x: i32`).
         match (wa, wb) {
-            (true, false) if da != db => (self.retype(a, db, span), b),
-            (false, true) if da != db => (a, self.retype(b, da, span)),
+            (true, false) if da != db || self.weak_out_of_range(a, db) => {
+                (self.retype(a, db, span), b)
+            }
+            (false, true) if da != db || self.weak_out_of_range(b, da) => {
+                (a, self.retype(b, da, span))
+            }
             (true, true) if da != db => {
                 let dt = if da.is_float() { da } else { db };
                 (self.retype(a, dt, span), self.retype(b, dt, span))
@@ -483,11 +582,29 @@ impl Lowerer<'_> {
 
     fn lower_item(&mut self, item: &syn::Item) {
         if let syn::Item::Const(c) = item {
-            if let Expr::Lit(l) = &*c.expr {
-                let v = match &l.lit {
-                    Lit::Int(i) => i.base10_parse::<i64>().ok().map(Scalar::Int),
-                    Lit::Float(f) => f.base10_parse::<f64>().ok().map(Scalar::Float),
-                    Lit::Bool(b) => Some(Scalar::Bool(b.value)),
+            let (lit, negative) = match unwrapped(&c.expr) {
+                Expr::Lit(l) => (Some(&l.lit), false),
+                Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match unwrapped(&u.expr) {
+                    Expr::Lit(l) => (Some(&l.lit), true),
+                    _ => (None, false),
+                },
+                _ => (None, false),
+            };
+            if let Some(lit) = lit {
+                let v = match lit {
+                    Lit::Int(i) => i
+                        .base10_parse::<u64>()
+                        .ok()
+                        .map(i128::from)
+                        .map(|m| if negative { -m } else { m })
+                        .and_then(|v| i64::try_from(v).ok())
+                        .map(Scalar::Int),
+                    Lit::Float(f) => f
+                        .base10_parse::<f64>()
+                        .ok()
+                        .filter(|v| v.is_finite())
+                        .map(|v| Scalar::Float(if negative { -v } else { v })),
+                    Lit::Bool(b) if !negative => Some(Scalar::Bool(b.value)),
                     _ => None,
                 };
                 if let Some(v) = v {
@@ -659,21 +776,26 @@ impl Lowerer<'_> {
             Some(0)
         };
         let end = bound(self, &range.end);
-        let (Some(start), Some(mut end)) = (start, end) else {
+        let (Some(start), Some(end)) = (start, end) else {
             if range.end.is_none() {
                 self.diag
                     .error(range.span(), "an unbounded `for` range cannot be unrolled");
             }
             return;
         };
-        if matches!(range.limits, syn::RangeLimits::Closed(_)) {
-            end += 1;
-        }
-        if end - start > 4096 {
+        let closed = matches!(range.limits, syn::RangeLimits::Closed(_));
+        // Counted in i128, so `..=i64::MAX` neither overflows nor loses its last value.
+        let count = i128::from(end) - i128::from(start) + i128::from(closed);
+        if count > 4096 {
             self.diag.error(range.span(), "a `for` loop in a `#[graph]` body is unrolled; more than 4096 iterations is not supported");
             return;
         }
-        for i in start..end {
+        let values: Vec<i64> = if closed {
+            (start..=end).collect()
+        } else {
+            (start..end).collect()
+        };
+        for i in values {
             self.scopes.push(HashMap::new());
             if let Some(var) = &var {
                 let span = f.pat.span();
@@ -701,8 +823,11 @@ impl Lowerer<'_> {
                 Lit::Int(i) => i.base10_parse::<i64>().ok(),
                 _ => None,
             },
-            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => self.literal_int(&u.expr).map(|v| -v),
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => {
+                self.literal_int(&u.expr).and_then(i64::checked_neg)
+            }
             Expr::Paren(p) => self.literal_int(&p.expr),
+            Expr::Group(g) => self.literal_int(&g.expr),
             Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
                 Some(Scalar::Int(v)) => Some(*v),
                 _ => None,
@@ -826,21 +951,48 @@ impl Lowerer<'_> {
     }
 
     fn lower_lit(&mut self, lit: &Lit) -> Value {
-        let span: Span = lit.span().into();
+        self.lower_signed_lit(lit, false, lit.span().into())
+    }
+
+    /// A literal, negated first when `negative` (`-2147483648i32` is in range, as in Rust);
+    /// a suffixed literal out of its dtype's range is an error here, an unsuffixed one when
+    /// it meets its dtype.
+    fn lower_signed_lit(&mut self, lit: &Lit, negative: bool, span: Span) -> Value {
+        let sign = if negative { "-" } else { "" };
         let (value, dtype, weak) = match lit {
             Lit::Int(i) => {
-                let v = match i.base10_parse::<i64>() {
-                    Ok(v) => v,
-                    Err(_) => {
-                        self.diag.error(span, "integer literal out of range");
-                        0
+                let magnitude = i.base10_parse::<u64>().ok().map(i128::from);
+                let signed = magnitude.map(|m| if negative { -m } else { m });
+                let v = match signed.and_then(|v| i64::try_from(v).ok()) {
+                    Some(v) => v,
+                    None => {
+                        self.diag.error(
+                            span,
+                            format!("the integer literal `{sign}{}` is out of range for i64, the widest integer dtype ({})", i.base10_digits(), range_text(DType::I64)),
+                        );
+                        return Value::Tensor(self.poisoned(span));
                     }
                 };
+                let suffixed = |dtype: DType| match out_of_range(Scalar::Int(v), dtype) {
+                    Some(range) => Err(format!(
+                        "the literal `{sign}{}` is out of range for {dtype} ({range})",
+                        i.token()
+                    )),
+                    None => Ok(dtype),
+                };
+                let checked = match i.suffix() {
+                    "i32" => suffixed(DType::I32),
+                    _ => Ok(DType::I32),
+                };
+                if let Err(msg) = checked {
+                    self.diag.error(span, msg);
+                    return Value::Tensor(self.poisoned(span));
+                }
                 match i.suffix() {
                     "" => (Scalar::Int(v), DType::I32, true),
                     "i32" => (Scalar::Int(v), DType::I32, false),
                     "i64" => (Scalar::Int(v), DType::I64, false),
-                    "f32" => (Scalar::Float(v as f64), DType::F32, false),
+                    "f32" => (Scalar::Int(v).convert(DType::F32), DType::F32, false),
                     "f64" => (Scalar::Float(v as f64), DType::F64, false),
                     s => {
                         self.diag.error(
@@ -854,7 +1006,33 @@ impl Lowerer<'_> {
                 }
             }
             Lit::Float(f) => {
-                let v = f.base10_parse::<f64>().unwrap_or(0.0);
+                let Ok(v) = f.base10_parse::<f64>() else {
+                    self.diag.error(span, "this float literal cannot be read");
+                    return Value::Tensor(self.poisoned(span));
+                };
+                let v = if negative { -v } else { v };
+                if v.is_infinite() {
+                    self.diag.error(
+                        span,
+                        format!(
+                            "the literal `{sign}{}` is out of range for f64 ({})",
+                            f.token(),
+                            range_text(DType::F64)
+                        ),
+                    );
+                    return Value::Tensor(self.poisoned(span));
+                }
+                if f.suffix() == "f32" && out_of_range(Scalar::Float(v), DType::F32).is_some() {
+                    self.diag.error(
+                        span,
+                        format!(
+                            "the literal `{sign}{}` is out of range for f32 ({})",
+                            f.token(),
+                            range_text(DType::F32)
+                        ),
+                    );
+                    return Value::Tensor(self.poisoned(span));
+                }
                 match f.suffix() {
                     "" => (Scalar::Float(v), DType::F32, true),
                     "f32" => (Scalar::Float(v as f32 as f64), DType::F32, false),
@@ -938,12 +1116,20 @@ impl Lowerer<'_> {
         let span = u.span();
         match u.op {
             UnOp::Neg(_) => {
+                if let Expr::Lit(l) = unwrapped(&u.expr) {
+                    if matches!(l.lit, Lit::Int(_) | Lit::Float(_)) {
+                        return self.lower_signed_lit(&l.lit, true, span);
+                    }
+                }
                 let x = self.operand(&u.expr);
                 if let Op::Const { value, weak } = self.graph.node(x).op {
                     let dt = self.graph.node(x).dtype;
                     let value = match value {
                         Scalar::Float(v) => Scalar::Float(-v),
-                        Scalar::Int(v) => Scalar::Int(v.wrapping_neg()),
+                        // A weak integer stays exact until it meets its dtype; a typed one
+                        // wraps in its dtype, as the runtime's `neg`.
+                        Scalar::Int(v) if weak => Scalar::Int(v.wrapping_neg()),
+                        Scalar::Int(v) => Scalar::Int(v.wrapping_neg()).convert(dt),
                         Scalar::Bool(_) => {
                             self.diag.error(span, "cannot negate a bool");
                             return Value::Tensor(self.poisoned(span));
@@ -1043,12 +1229,25 @@ impl Lowerer<'_> {
             },
         ) = (&self.graph.node(l).op, &self.graph.node(r).op)
         {
+            // Weak literals compute in the widest type of their kind (as JAX folds Python
+            // scalars); the result is range-checked when it meets its partner's dtype.
             let dt = self.graph.node(l).dtype;
-            if let Some(msg) = crate::passes::fold::int_fold_error(op, *a, *b, dt) {
+            let wide = if dt.is_float() {
+                DType::F64
+            } else {
+                DType::I64
+            };
+            if let Some(msg) = crate::passes::fold::int_fold_error(op, *a, *b, wide) {
                 self.diag.error(span, msg);
                 return self.poisoned(span);
             }
-            if let Some(v) = crate::passes::fold::fold_binary(op, *a, *b) {
+            let folded = match (op, wide) {
+                // A literal's power is its value (`pow(2.0, 0.5)` is √2 as f64), rounded when it
+                // meets its partner; both the compiled and the eager path see this constant.
+                (BinaryOp::Pow, DType::F64) => Some(Scalar::Float(a.as_f64().powf(b.as_f64()))),
+                _ => crate::passes::fold::fold_binary(op, *a, *b, wide),
+            };
+            if let Some(v) = folded {
                 return self.push(
                     Op::Const {
                         value: v,
@@ -1115,6 +1314,7 @@ impl Lowerer<'_> {
                 }
             }
             Expr::Paren(p) => self.host_expr(&p.expr).map(|t| quote!((#t))),
+            Expr::Group(g) => self.host_expr(&g.expr).map(|t| quote!((#t))),
             Expr::Unary(u) => {
                 let inner = self.host_expr(&u.expr)?;
                 let op = &u.op;
@@ -1136,6 +1336,7 @@ impl Lowerer<'_> {
                 _ => None,
             },
             Expr::Paren(p) => self.host_literal_bool(&p.expr),
+            Expr::Group(g) => self.host_literal_bool(&g.expr),
             Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
                 Some(Scalar::Bool(b)) => Some(*b),
                 _ => None,
@@ -1628,7 +1829,7 @@ impl Lowerer<'_> {
                         return Value::Tensor(self.poisoned(span));
                     }
                 };
-                let padding = match args[3] {
+                let padding = match unwrapped(args[3]) {
                     Expr::Path(p) if p.path.is_ident("SAME") => Padding::Same,
                     Expr::Path(p) if p.path.is_ident("VALID") => Padding::Valid,
                     other => {
@@ -1846,7 +2047,7 @@ impl Lowerer<'_> {
         if let Some(v) = self.literal_int(e) {
             return Some(vec![v]);
         }
-        if let Expr::Array(a) = e {
+        if let Expr::Array(a) = unwrapped(e) {
             let mut out = Vec::new();
             for el in &a.elems {
                 match self.literal_int(el) {
@@ -1869,7 +2070,7 @@ impl Lowerer<'_> {
 
     /// A shape list `[B, 784]`; `-1` (as `None`) only where `allow_infer`.
     fn dim_list(&mut self, e: &Expr, allow_infer: bool) -> Option<Vec<Option<Dim>>> {
-        let Expr::Array(a) = e else {
+        let Expr::Array(a) = unwrapped(e) else {
             self.diag
                 .error(e.span(), "expected a shape list such as `[B, 784]`");
             return None;

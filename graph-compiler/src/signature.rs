@@ -31,6 +31,7 @@ fn parse_result(
 ) -> Option<ResultTree> {
     match ty {
         Type::Paren(p) => parse_result(&p.elem, outputs, diag, what),
+        Type::Group(g) => parse_result(&g.elem, outputs, diag, what),
         Type::Tuple(t) => {
             if t.elems.is_empty() {
                 diag.error(
@@ -59,6 +60,12 @@ fn parse_result(
 
 const DTYPES: &str = "`f32`, `f64`, `i32`, `i64` or `bool`";
 
+/// The prefix of the names the generated code defines as items (kernels, the module's
+/// constants). Generated locals are hygienic and never meet a user's name, but an item in a
+/// block is visible to the user's tokens in it, so parameters may not start with this (in
+/// any case: the module's constants are `__GRAFO_...`).
+pub const RESERVED_PREFIX: &str = "__grafo";
+
 /// Reads the parameters and the return type; problems go to `diag`.
 pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signature {
     if let Some(g) = sig.generics.params.first() {
@@ -71,13 +78,13 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
     for arg in &sig.inputs {
         match arg {
             FnArg::Receiver(r) => diag.error(
-                r.span(),
-                "`#[graph]` functions cannot take `self`: write a free function over tensors",
+                r.self_token.span(),
+                "`#[graph]` functions cannot take `self`: a `#[graph]` fn is a free function (it generates a module `NAME` next to it, which an `impl` block cannot hold); define it outside the `impl` and call it from the method",
             ),
             FnArg::Typed(pt) => {
-                let name = match &*pt.pat {
+                let (name, mutable) = match &*pt.pat {
                     Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
-                        pi.ident.clone()
+                        (pi.ident.clone(), pi.mutability.is_some())
                     }
                     other => {
                         diag.error(
@@ -87,7 +94,14 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
                         continue;
                     }
                 };
-                if let Some(p) = parse_param(name, &pt.ty, diag) {
+                if name.to_string().to_lowercase().starts_with(RESERVED_PREFIX) {
+                    diag.error(
+                        name.span(),
+                        format!("the parameter name `{name}` is reserved: names starting with `{RESERVED_PREFIX}` belong to the code `#[graph]` generates; rename the parameter"),
+                    );
+                    continue;
+                }
+                if let Some(p) = parse_param(name, mutable, &pt.ty, diag) {
                     params.push(p);
                 }
             }
@@ -117,7 +131,13 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
     }
 }
 
-fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Param> {
+fn parse_param(
+    name: syn::Ident,
+    mutable: bool,
+    ty: &Type,
+    diag: &mut Diagnostics,
+) -> Option<Param> {
+    let ty = written_type(ty);
     if is_tensor_type(ty) {
         let (dtype, shape) = parse_tensor_type(ty, diag, "a parameter")?;
         return Some(Param::Tensor(TensorParam {
@@ -125,6 +145,7 @@ fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Pa
             dtype,
             shape,
             span: ty.span(),
+            mutable,
         }));
     }
     if let Type::Path(tp) = ty {
@@ -142,6 +163,7 @@ fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Pa
                     name,
                     ty: ty.clone(),
                     dtype,
+                    mutable,
                 }));
             }
         }
@@ -155,8 +177,17 @@ fn parse_param(name: syn::Ident, ty: &Type, diag: &mut Diagnostics) -> Option<Pa
     None
 }
 
-fn is_tensor_type(ty: &Type) -> bool {
+/// The type as written, without the invisible group a `macro_rules!` `$t:ty` arrives in or parentheses.
+fn written_type(ty: &Type) -> &Type {
     match ty {
+        Type::Group(g) => written_type(&g.elem),
+        Type::Paren(p) => written_type(&p.elem),
+        other => other,
+    }
+}
+
+fn is_tensor_type(ty: &Type) -> bool {
+    match written_type(ty) {
         Type::Path(tp) => tp.path.segments.last().is_some_and(|s| s.ident == "Tensor"),
         _ => false,
     }
@@ -164,6 +195,7 @@ fn is_tensor_type(ty: &Type) -> bool {
 
 /// Parses `Tensor<DT, D0, D1, ...>` into a dtype and a shape.
 pub fn parse_tensor_type(ty: &Type, diag: &mut Diagnostics, what: &str) -> Option<(DType, Shape)> {
+    let ty = written_type(ty);
     let seg = match ty {
         Type::Path(tp) if is_tensor_type(ty) => tp.path.segments.last()?,
         other => {

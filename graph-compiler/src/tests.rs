@@ -381,13 +381,56 @@ fn snapshot_w4_layernorm_is_one_loop_over_rows() {
     );
     let code = pretty(out);
     assert_eq!(
-        code.matches("__kernel_rows_g0").count(),
+        code.matches("__grafo_kernel_rows_g0").count(),
         3,
         "one kernel, defined once and called twice (serial and parallel)"
     );
     assert!(
-        !code.contains("__kernel_g1"),
+        !code.contains("__grafo_kernel_g1"),
         "no separate loop for the variance"
     );
     insta::assert_snapshot!("w4_layernorm", code);
+}
+
+/// Generated items are visible to the user's tokens in the same block (locals are hygienic,
+/// items are not), so every item the expansion defines is either one of the documented
+/// names or starts with the prefix a parameter may not have.
+#[test]
+fn generated_items_carry_the_reserved_prefix() {
+    let graphs = [
+        quote! {
+            fn rows(x: Tensor<f32, N, 64>, g: Tensor<f32, 64>, s: f32) -> Tensor<f32, N, 64> {
+                let m = reduce_mean(x, -1, true);
+                let d = x - m;
+                d / sqrt(reduce_mean(d * d, -1, true) + 1e-5) * g * s
+            }
+        },
+        quote! {
+            fn forked(x: Tensor<f32, N, 8>, w: Tensor<f32, 8, 8>, c: Tensor<bool>) -> (Tensor<f32, N, 8>, Tensor<f32>) {
+                let h = relu(matmul(x, w));
+                let mut t = reduce_sum(h);
+                if c { t = reduce_max(exp(h)); }
+                (tanh(h) * 2.0, t + reduce_min(h))
+            }
+        },
+    ];
+    let documented = ["rows", "forked", "__compiled", "eager", "run", "graph"];
+    for g in graphs {
+        let code = crate::expand::expand(quote!(), g).to_string();
+        let tokens: Vec<&str> = code.split_whitespace().collect();
+        for w in tokens.windows(2) {
+            if matches!(w[0], "fn" | "static" | "const" | "mod") {
+                let name = w[1];
+                assert!(
+                    documented.contains(&name)
+                        || name
+                            .to_lowercase()
+                            .starts_with(crate::signature::RESERVED_PREFIX)
+                        || name == "{",
+                    "generated item `{} {name}` is neither documented nor reserved",
+                    w[0]
+                );
+            }
+        }
+    }
 }

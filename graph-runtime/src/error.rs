@@ -62,6 +62,14 @@ pub enum Error {
     /// Writing an export (TensorBoard event file, trace) failed.
     #[error("i/o error: {0}")]
     Io(String),
+    /// A host parameter's value does not fit the dtype of the tensor it is used with (an
+    /// `i64` of 5000000000 added to an `i32` tensor), checked when the graph is called.
+    #[error("host parameter `{param}` is {value}, out of range for {dtype}, the dtype it is used with in the graph")]
+    HostValueRange {
+        param: String,
+        value: String,
+        dtype: &'static str,
+    },
 }
 
 fn axis_text(axis: Option<usize>) -> String {

@@ -1,11 +1,11 @@
 //! Emits the compiled body: straight-line Rust, one kernel call per fused group in the fixed schedule, buffers from the static plan.
 
 use super::{dim_value, elem_ty, len_expr, shape_expr};
+use crate::emit::{format_ident, quote};
 use crate::fuse::{classify, reduction_split, tree_leaves, Group, GroupKind, LeafClass, Plan};
 use crate::ir::*;
 use crate::schedule::{Fork, Schedule};
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
 use std::collections::HashMap;
 
 pub mod selection;
@@ -50,7 +50,8 @@ fn numeric() -> TokenStream {
 pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
     match (s.convert(dtype), dtype) {
         // A negative value is spelled `(-m)`: a literal token cannot carry the sign of -0.0.
-        (Scalar::Float(x), DType::F32) => float_literal(x, quote!(f32), {
+        // Only a finite value becomes a literal token (`quote` panics on others).
+        (Scalar::Float(x), DType::F32) => float_literal(x, quote!(f32), || {
             let m = (x as f32).abs();
             if x.is_sign_negative() {
                 quote!((-#m))
@@ -58,7 +59,7 @@ pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
                 quote!(#m)
             }
         }),
-        (Scalar::Float(x), _) => float_literal(x, quote!(f64), {
+        (Scalar::Float(x), _) => float_literal(x, quote!(f64), || {
             let m = x.abs();
             if x.is_sign_negative() {
                 quote!((-#m))
@@ -76,7 +77,7 @@ pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
 }
 
 /// A float literal, spelling NaN and the infinities as the type's constants.
-fn float_literal(x: f64, ty: TokenStream, finite: TokenStream) -> TokenStream {
+fn float_literal(x: f64, ty: TokenStream, finite: impl FnOnce() -> TokenStream) -> TokenStream {
     if x.is_nan() {
         quote!(#ty::NAN)
     } else if x == f64::INFINITY {
@@ -84,7 +85,7 @@ fn float_literal(x: f64, ty: TokenStream, finite: TokenStream) -> TokenStream {
     } else if x == f64::NEG_INFINITY {
         quote!(#ty::NEG_INFINITY)
     } else {
-        finite
+        finite()
     }
 }
 
@@ -644,7 +645,7 @@ impl<'a> Emitter<'a> {
                 slices.push(y);
             }
         }
-        let kname = format_ident!("__kernel_rows_g{}", chain[0]);
+        let kname = format_ident!("__grafo_kernel_rows_g{}", chain[0]);
         let LoopLeaves {
             params,
             args,
@@ -999,7 +1000,7 @@ impl<'a> Emitter<'a> {
     }
 
     fn kernel_name(&self, g: &Group) -> Ident {
-        format_ident!("__kernel_g{}", g.id)
+        format_ident!("__grafo_kernel_g{}", g.id)
     }
 
     fn cost(&self, g: &Group) -> usize {

@@ -1,10 +1,10 @@
 //! Emits `NAME::graph()`: the optimised graph, its cond subgraphs, fusion groups, schedule and buffer plan as a `grafo::GraphDef`.
 
+use crate::emit::quote;
 use crate::fuse::Plan;
 use crate::ir::*;
 use crate::schedule::Schedule;
 use proc_macro2::TokenStream;
-use quote::quote;
 
 fn dtype_tokens(dt: DType) -> TokenStream {
     let v = crate::emit::ident(dt.variant());

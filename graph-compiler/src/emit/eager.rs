@@ -2,9 +2,9 @@
 
 use super::{elem_ty, shape_expr};
 use crate::emit::compiled::literal;
+use crate::emit::{format_ident, quote};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
-use quote::{format_ident, quote};
 
 mod selection;
 

@@ -1,13 +1,33 @@
 //! Phase 7, emit: assembles the items generated for `fn NAME` (the compiled function, `NAME::eager`, `NAME::run`, `NAME::graph`).
 
+/// `quote!` for generated code: every token written in the template gets
+/// `Span::mixed_site()`, so a generated local (`v0`, `__ctx`, `__out`) can neither shadow nor
+/// be shadowed by a user's name (a host parameter `v0`); interpolated tokens (`#name`, the
+/// user's parameters and host expressions) keep their own spans and so their own scope.
+macro_rules! mixed_quote {
+    ($($tt:tt)*) => {
+        ::quote::quote_spanned!(::proc_macro2::Span::mixed_site()=> $($tt)*)
+    };
+}
+
+/// `format_ident!` for generated names, at `Span::mixed_site()` like [`mixed_quote`] (never
+/// the span of a user's identifier it is built from, as `__shape_x` from `x` would be).
+macro_rules! mixed_format_ident {
+    ($fmt:literal $($rest:tt)*) => {
+        ::quote::format_ident!($fmt, span = ::proc_macro2::Span::mixed_site() $($rest)*)
+    };
+}
+
+pub(crate) use mixed_format_ident as format_ident;
+pub(crate) use mixed_quote as quote;
+
 pub mod compiled;
 pub mod describe;
 pub mod eager;
 
-use crate::ir::{DType, Dim, Graph, Monomial, Param, Shape};
+use crate::ir::{DType, Dim, Graph, Monomial, Op, Param, Shape};
 use crate::signature::ResultTree;
 use proc_macro2::{Ident, Span, TokenStream};
-use quote::{format_ident, quote};
 
 /// The Rust type of an element.
 pub fn elem_ty(dt: DType) -> TokenStream {
@@ -258,7 +278,88 @@ pub fn entry_checks(params: &[Param]) -> TokenStream {
     out
 }
 
-/// A span-free identifier.
+/// Entry code: every host parameter used as an operand of a narrower dtype than its own
+/// (an `i64` or `usize` next to an `i32` tensor, an `f64` next to an `f32` one) is checked
+/// to fit it, so the graph never computes with a truncated or infinite copy.
+pub fn host_range_checks(graph: &Graph, params: &[Param]) -> TokenStream {
+    let mut out = TokenStream::new();
+    let mut done: Vec<(usize, DType)> = Vec::new();
+    let mut used = vec![false; graph.nodes.len()];
+    for n in &graph.nodes {
+        for i in &n.inputs {
+            used[i.0] = true;
+        }
+    }
+    let cond_values = graph.conds.iter().flat_map(|c| {
+        let predicate = match c.predicate {
+            crate::ir::Predicate::Tensor(p) => Some(p),
+            crate::ir::Predicate::Host(_) => None,
+        };
+        c.then_outputs
+            .iter()
+            .chain(&c.else_outputs)
+            .copied()
+            .chain(predicate)
+    });
+    for o in graph.outputs.iter().copied().chain(cond_values) {
+        used[o.0] = true;
+    }
+    for (id, n) in graph.nodes.iter().enumerate() {
+        // A host node nothing reads is the parameter's reference before it took its
+        // partner's dtype; only the dtypes it is computed in matter.
+        let Op::Host { expr } = &n.op else { continue };
+        if !used[id] {
+            continue;
+        }
+        let Some((i, h)) = params.iter().enumerate().find_map(|(i, p)| match p {
+            Param::Host(h) if h.name == expr.as_str() => Some((i, h)),
+            _ => None,
+        }) else {
+            continue;
+        };
+        if done.contains(&(i, n.dtype)) {
+            continue;
+        }
+        done.push((i, n.dtype));
+        let rust_ty = quote::ToTokens::to_token_stream(&h.ty).to_string();
+        let name = &h.name;
+        let pname = name.to_string();
+        let dt = n.dtype.to_string();
+        let error = quote! {
+            return ::std::result::Result::Err(::grafo::Error::HostValueRange {
+                param: ::std::string::ToString::to_string(#pname),
+                value: ::std::format!("{:?}", #name),
+                dtype: #dt,
+            });
+        };
+        let int_range = |lo: i128, hi: i128| {
+            let (lo, hi) = (
+                proc_macro2::Literal::i128_unsuffixed(lo),
+                proc_macro2::Literal::i128_unsuffixed(hi),
+            );
+            quote! {
+                if !(#lo..=#hi).contains(&(#name as i128)) {
+                    #error
+                }
+            }
+        };
+        let wide_int = matches!(rust_ty.as_str(), "i64" | "isize" | "usize" | "u64" | "u32");
+        let unsigned_64 = matches!(rust_ty.as_str(), "usize" | "u64");
+        out.extend(match n.dtype {
+            DType::I32 if wide_int => int_range(i32::MIN.into(), i32::MAX.into()),
+            DType::I64 if unsigned_64 => int_range(i64::MIN.into(), i64::MAX.into()),
+            DType::F32 if rust_ty == "f64" => quote! {
+                if #name.is_finite() && !(#name as f32).is_finite() {
+                    #error
+                }
+            },
+            _ => continue,
+        });
+    }
+    out
+}
+
+/// A generated identifier, hygienic like the names of [`format_ident`].
 pub fn ident(s: &str) -> Ident {
-    Ident::new(s, Span::call_site())
+    Ident::new(s, Span::mixed_site())
 }

@@ -4,71 +4,143 @@ use super::replace_uses;
 use crate::diag::Diagnostics;
 use crate::ir::*;
 
-/// Folds a binary op over two scalars with the runtime's semantics (wrapping ints, int division by zero gives 0).
-pub fn fold_binary(op: BinaryOp, a: Scalar, b: Scalar) -> Option<Scalar> {
-    Some(match (a, b) {
-        (Scalar::Int(x), Scalar::Int(y)) => Scalar::Int(match op {
-            BinaryOp::Add => x.wrapping_add(y),
-            BinaryOp::Sub => x.wrapping_sub(y),
-            BinaryOp::Mul => x.wrapping_mul(y),
-            BinaryOp::Div => {
-                if y == 0 {
-                    0
-                } else {
-                    x.wrapping_div(y)
-                }
+/// Folds a binary op over two scalars of `dtype` exactly as the runtime computes it in
+/// `dtype` (`graph_runtime::Numeric`): i32 wraps at 32 bits, i64 at 64, f32 rounds in f32.
+/// `None` where the result is not exactly known here: float `pow` (libm's, at run time), an
+/// integer division by zero or a negative or huge integer exponent (left to the runtime, or
+/// rejected first by [`int_fold_refusal`]).
+pub fn fold_binary(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Option<Scalar> {
+    match (dtype, a, b) {
+        (DType::I32, Scalar::Int(x), Scalar::Int(y)) => {
+            let v = int_binary(op, i32::try_from(x).ok()?, i32::try_from(y).ok()?)?;
+            Some(Scalar::Int(i64::from(v)))
+        }
+        (DType::I64, Scalar::Int(x), Scalar::Int(y)) => Some(Scalar::Int(int_binary(op, x, y)?)),
+        (DType::F32, a, b) if !matches!((a, b), (Scalar::Bool(_), _) | (_, Scalar::Bool(_))) => {
+            let v = f32_binary(op, a.as_f64() as f32, b.as_f64() as f32)?;
+            Some(Scalar::Float(f64::from(v)))
+        }
+        (DType::F64, a, b) if !matches!((a, b), (Scalar::Bool(_), _) | (_, Scalar::Bool(_))) => {
+            Some(Scalar::Float(f64_binary(op, a.as_f64(), b.as_f64())?))
+        }
+        _ => None,
+    }
+}
+
+/// The runtime's integer arithmetic (`Numeric` for `i32`/`i64`): wrapping.
+fn int_binary<T>(op: BinaryOp, x: T, y: T) -> Option<T>
+where
+    T: Copy + Ord + From<i8> + WrappingInt,
+{
+    let zero = T::from(0);
+    Some(match op {
+        BinaryOp::Add => x.wrapping_add(y),
+        BinaryOp::Sub => x.wrapping_sub(y),
+        BinaryOp::Mul => x.wrapping_mul(y),
+        BinaryOp::Div if y == zero => return None,
+        BinaryOp::Div => x.wrapping_div(y),
+        BinaryOp::Pow => {
+            let e = u32::try_from(y.to_i64()).ok()?;
+            x.wrapping_pow(e)
+        }
+        BinaryOp::Maximum => {
+            if x >= y {
+                x
+            } else {
+                y
             }
-            BinaryOp::Pow => {
-                if y < 0 {
-                    match x {
-                        1 => 1,
-                        -1 => {
-                            if y % 2 == 0 {
-                                1
-                            } else {
-                                -1
-                            }
-                        }
-                        _ => 0,
-                    }
-                } else {
-                    x.wrapping_pow(y.min(u32::MAX as i64) as u32)
-                }
+        }
+        BinaryOp::Minimum => {
+            if x <= y {
+                x
+            } else {
+                y
             }
-            BinaryOp::Maximum => x.max(y),
-            BinaryOp::Minimum => x.min(y),
-        }),
-        (Scalar::Bool(_), _) | (_, Scalar::Bool(_)) => return None,
-        (x, y) => {
-            let (x, y) = (x.as_f64(), y.as_f64());
-            Scalar::Float(match op {
-                BinaryOp::Add => x + y,
-                BinaryOp::Sub => x - y,
-                BinaryOp::Mul => x * y,
-                BinaryOp::Div => x / y,
-                BinaryOp::Pow => x.powf(y),
-                BinaryOp::Maximum => {
-                    if x.is_nan() || y.is_nan() {
-                        f64::NAN
-                    } else {
-                        x.max(y)
-                    }
-                }
-                BinaryOp::Minimum => {
-                    if x.is_nan() || y.is_nan() {
-                        f64::NAN
-                    } else {
-                        x.min(y)
-                    }
-                }
-            })
         }
     })
 }
 
-/// What rustc says of the same integer arithmetic on constants: division by zero,
-/// overflow of the dtype, and a negative exponent are compile errors.
+/// The wrapping operations of `i32` and `i64`, for [`int_binary`].
+trait WrappingInt: Sized {
+    fn wrapping_add(self, o: Self) -> Self;
+    fn wrapping_sub(self, o: Self) -> Self;
+    fn wrapping_mul(self, o: Self) -> Self;
+    fn wrapping_div(self, o: Self) -> Self;
+    fn wrapping_pow(self, e: u32) -> Self;
+    fn to_i64(self) -> i64;
+}
+
+macro_rules! wrapping_int {
+    ($($t:ty),*) => {$(
+        impl WrappingInt for $t {
+            fn wrapping_add(self, o: Self) -> Self { <$t>::wrapping_add(self, o) }
+            fn wrapping_sub(self, o: Self) -> Self { <$t>::wrapping_sub(self, o) }
+            fn wrapping_mul(self, o: Self) -> Self { <$t>::wrapping_mul(self, o) }
+            fn wrapping_div(self, o: Self) -> Self { <$t>::wrapping_div(self, o) }
+            fn wrapping_pow(self, e: u32) -> Self { <$t>::wrapping_pow(self, e) }
+            fn to_i64(self) -> i64 { i64::from(self) }
+        }
+    )*};
+}
+wrapping_int!(i32, i64);
+
+/// The runtime's float arithmetic (`Numeric` for `f32`/`f64`) in the value's own type;
+/// `pow` is not folded (it is libm's `powf` at run time, which the compiler cannot promise
+/// to reproduce).
+macro_rules! float_binary {
+    ($name:ident, $t:ty) => {
+        fn $name(op: BinaryOp, x: $t, y: $t) -> Option<$t> {
+            Some(match op {
+                BinaryOp::Add => x + y,
+                BinaryOp::Sub => x - y,
+                BinaryOp::Mul => x * y,
+                BinaryOp::Div => x / y,
+                BinaryOp::Pow => return None,
+                // NaN propagates as the type's NaN (TensorFlow's maximum and minimum).
+                BinaryOp::Maximum | BinaryOp::Minimum if x.is_nan() || y.is_nan() => <$t>::NAN,
+                BinaryOp::Maximum => {
+                    if x >= y {
+                        x
+                    } else {
+                        y
+                    }
+                }
+                BinaryOp::Minimum => {
+                    if x <= y {
+                        x
+                    } else {
+                        y
+                    }
+                }
+            })
+        }
+    };
+}
+float_binary!(f32_binary, f32);
+float_binary!(f64_binary, f64);
+
+/// Integer arithmetic on constants that is rejected rather than folded: a division by zero
+/// and a negative exponent (as rustc rejects them on constants).
+pub fn int_fold_refusal(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Option<String> {
+    let (Scalar::Int(x), Scalar::Int(y)) = (a, b) else {
+        return None;
+    };
+    if !dtype.is_int() {
+        return None;
+    }
+    match op {
+        BinaryOp::Div if y == 0 => Some(format!("integer division by zero on constants (`{x} / 0`); Rust rejects it too")),
+        BinaryOp::Pow if y < 0 => Some(format!("`pow` of integers needs a non-negative exponent, found {y}; cast to a float for negative powers")),
+        _ => None,
+    }
+}
+
+/// What rustc says of the same integer arithmetic on literals: besides
+/// [`int_fold_refusal`], a result out of the range of `dtype` is a compile error.
 pub fn int_fold_error(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Option<String> {
+    if let Some(msg) = int_fold_refusal(op, a, b, dtype) {
+        return Some(msg);
+    }
     let (Scalar::Int(x), Scalar::Int(y)) = (a, b) else {
         return None;
     };
@@ -85,15 +157,22 @@ pub fn int_fold_error(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Optio
         BinaryOp::Add => Some(x + y),
         BinaryOp::Sub => Some(x - y),
         BinaryOp::Mul => Some(x * y),
-        BinaryOp::Div if y == 0 => return Some(format!("integer division by zero on constants (`{x} / 0`); Rust rejects it too")),
         BinaryOp::Div => Some(x / y),
-        BinaryOp::Pow if y < 0 => return Some(format!("`pow` of integers needs a non-negative exponent, found {y}; cast to a float for negative powers")),
-        BinaryOp::Pow => (x as f64).powf(y as f64).is_finite().then(|| {
-            let mut r: i128 = 1;
-            for _ in 0..y.min(200) {
-                r = r.saturating_mul(x);
+        BinaryOp::Pow => Some(match x {
+            0 | 1 if y == 0 => 1,
+            0 | 1 => x,
+            -1 if y % 2 == 0 => 1,
+            -1 => -1,
+            _ => {
+                // |x| >= 2: at most 64 factors before the product leaves the range.
+                let mut r: i128 = 1;
+                let mut k = 0;
+                while k < y && (lo..=hi).contains(&r) {
+                    r *= x;
+                    k += 1;
+                }
+                r
             }
-            r
         }),
         BinaryOp::Maximum | BinaryOp::Minimum => None,
     };
@@ -129,41 +208,63 @@ fn cmp(op: CmpOp, o: Option<std::cmp::Ordering>) -> bool {
     }
 }
 
+/// Folds a unary op over a scalar of `dtype` exactly as the runtime computes it; the
+/// transcendental functions are not folded (the runtime's own approximations compute them).
 fn fold_unary(op: UnaryOp, a: Scalar, dtype: DType) -> Option<Scalar> {
-    if let Scalar::Int(x) = a {
-        return Some(Scalar::Int(match op {
+    match (dtype, a) {
+        (DType::I32, Scalar::Int(x)) => {
+            let x = i32::try_from(x).ok()?;
+            let v = match op {
+                UnaryOp::Abs => x.wrapping_abs(),
+                UnaryOp::Neg => x.wrapping_neg(),
+                UnaryOp::Square => x.wrapping_mul(x),
+                UnaryOp::Relu => x.max(0),
+                _ => return None,
+            };
+            Some(Scalar::Int(i64::from(v)))
+        }
+        (DType::I64, Scalar::Int(x)) => Some(Scalar::Int(match op {
             UnaryOp::Abs => x.wrapping_abs(),
             UnaryOp::Neg => x.wrapping_neg(),
             UnaryOp::Square => x.wrapping_mul(x),
             UnaryOp::Relu => x.max(0),
             _ => return None,
-        }));
-    }
-    let x = match a {
-        Scalar::Float(x) => x,
-        _ => return None,
-    };
-    let v = match op {
-        UnaryOp::Abs => x.abs(),
-        UnaryOp::Neg => -x,
-        UnaryOp::Square => x * x,
-        UnaryOp::Relu => {
-            if x.is_nan() {
-                x
-            } else {
-                x.max(0.0)
-            }
+        })),
+        (DType::F32, Scalar::Float(x)) => {
+            let x = x as f32;
+            let v = match op {
+                UnaryOp::Abs => x.abs(),
+                UnaryOp::Neg => -x,
+                UnaryOp::Square => x * x,
+                // As the runtime: NaN and -0 pass through.
+                UnaryOp::Relu => {
+                    if x < 0.0 {
+                        0.0
+                    } else {
+                        x
+                    }
+                }
+                UnaryOp::Sqrt => x.sqrt(),
+                _ => return None,
+            };
+            Some(Scalar::Float(f64::from(v)))
         }
-        UnaryOp::Exp => x.exp(),
-        UnaryOp::Log => x.ln(),
-        UnaryOp::Sqrt => x.sqrt(),
-        UnaryOp::Rsqrt => 1.0 / x.sqrt(),
-        UnaryOp::Tanh => x.tanh(),
-        UnaryOp::Sigmoid => 1.0 / (1.0 + (-x).exp()),
-        UnaryOp::Sin => x.sin(),
-        UnaryOp::Cos => x.cos(),
-    };
-    Some(Scalar::Float(v).convert(dtype))
+        (DType::F64, Scalar::Float(x)) => Some(Scalar::Float(match op {
+            UnaryOp::Abs => x.abs(),
+            UnaryOp::Neg => -x,
+            UnaryOp::Square => x * x,
+            UnaryOp::Relu => {
+                if x < 0.0 {
+                    0.0
+                } else {
+                    x
+                }
+            }
+            UnaryOp::Sqrt => x.sqrt(),
+            _ => return None,
+        })),
+        _ => None,
+    }
 }
 
 /// Folds every rank-0 op whose operands are constants, prunes decided conds and decides constant asserts.
@@ -183,13 +284,13 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
             node.inputs.iter().map(|&x| graph.const_value(x)).collect();
         let Some(c) = consts else { continue };
         let folded = match (&node.op, c.as_slice()) {
-            (Op::Binary(op), [a, b]) => match int_fold_error(*op, *a, *b, node.dtype) {
+            (Op::Binary(op), [a, b]) => match int_fold_refusal(*op, *a, *b, node.dtype) {
                 Some(msg) => {
                     diag.error(node.span, msg);
                     graph.node_mut(id).poisoned = true;
                     None
                 }
-                None => fold_binary(*op, *a, *b).map(|v| v.convert(node.dtype)),
+                None => fold_binary(*op, *a, *b, node.dtype),
             },
             (Op::Compare(op), [a, b]) => fold_compare(*op, *a, *b).map(Scalar::Bool),
             (Op::Unary(op), [a]) => fold_unary(*op, *a, node.dtype),
@@ -206,11 +307,15 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
     prune_conds(graph);
 }
 
-/// A rank-0 reduction of a constant fill with a static shape (`reduce_sum(fill([4], 1.0))` is 4).
+/// A rank-0 reduction of a constant fill with a static shape (`reduce_sum(fill([4], 1.0))` is
+/// 4), where the result is exactly what the runtime's reduction gives whatever its order of
+/// additions: integer sums (wrapping), means whose sum does not overflow, float sums and means
+/// whose partial sums are all exact integers, and the max or min of a non-empty fill. `norm`
+/// is not folded (its rounding depends on how the runtime sums the squares).
 fn fold_reduce_of_fill(graph: &Graph, node: &Node) -> Option<Scalar> {
-    if !matches!(node.op, Op::Reduce { .. } | Op::Norm) {
+    let Op::Reduce { kind, .. } = node.op else {
         return None;
-    }
+    };
     let input = graph.node(*node.inputs.first()?);
     if input.op != Op::Fill {
         return None;
@@ -219,31 +324,49 @@ fn fold_reduce_of_fill(graph: &Graph, node: &Node) -> Option<Scalar> {
     let mut count = 1u64;
     for d in &input.shape {
         match d {
-            Dim::Const(n) => count *= n,
+            Dim::Const(n) => count = count.checked_mul(*n)?,
             Dim::Sym(_) | Dim::Prod(_) => return None,
         }
     }
-    let value = match (&node.op, v) {
-        (Op::Norm, v) => Scalar::Float(v.as_f64().abs() * (count as f64).sqrt()),
-        (
-            Op::Reduce {
-                kind: ReduceKind::Sum,
-                ..
-            },
-            Scalar::Int(x),
-        ) => Scalar::Int(x.wrapping_mul(count as i64)),
-        (
-            Op::Reduce {
-                kind: ReduceKind::Sum,
-                ..
-            },
-            v,
-        ) => Scalar::Float(v.as_f64() * count as f64),
-        (Op::Reduce { .. }, _) if count == 0 => return None,
-        (Op::Reduce { .. }, v) => v,
-        _ => return None,
-    };
-    Some(value.convert(node.dtype))
+    let dtype = node.dtype;
+    if count == 0 {
+        return match kind {
+            ReduceKind::Sum => Some(Scalar::Int(0).convert(dtype)),
+            _ => None,
+        };
+    }
+    match (kind, v) {
+        (ReduceKind::Max | ReduceKind::Min, Scalar::Float(x)) if x.is_nan() => None,
+        (ReduceKind::Max | ReduceKind::Min, v) => Some(v),
+        (ReduceKind::Sum, Scalar::Int(x)) => {
+            Some(Scalar::Int(x.wrapping_mul(count as i64)).convert(dtype))
+        }
+        (ReduceKind::Mean, Scalar::Int(x)) => {
+            let exact = i128::from(x) * i128::from(count);
+            let fits = match dtype {
+                DType::I32 => i32::try_from(exact).is_ok(),
+                _ => i64::try_from(exact).is_ok(),
+            };
+            fits.then_some(Scalar::Int(x))
+        }
+        (ReduceKind::Sum | ReduceKind::Mean, Scalar::Float(x)) => {
+            let exact_limit = if dtype == DType::F32 {
+                (1u64 << f32::MANTISSA_DIGITS) as f64
+            } else {
+                (1u64 << f64::MANTISSA_DIGITS) as f64
+            };
+            let total = x * count as f64;
+            if x.fract() != 0.0 || total.abs() > exact_limit {
+                return None;
+            }
+            Some(Scalar::Float(if kind == ReduceKind::Sum {
+                total
+            } else {
+                x
+            }))
+        }
+        _ => None,
+    }
 }
 
 /// An assert over constants is checked now: a failing one is a compile error, a passing one is dropped.

@@ -1,0 +1,12 @@
+use grafo::prelude::*;
+
+struct Model;
+
+impl Model {
+    #[graph]
+    fn forward(&self, x: Tensor<f32, N>) -> Tensor<f32, N> {
+        x
+    }
+}
+
+fn main() {}
