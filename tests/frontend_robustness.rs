@@ -88,18 +88,12 @@ fn bookkeeping_names_are_ordinary_parameters() {
     let x = arr1(&[1.0f32, 2.0, -3.0]);
     let (o, c, r, f, j, n, s) = (2.0f32, 3.0, 5.0, 7.0, 11.0, 13.0, 17.0);
     let want = x.mapv(|a| (a * o + c) * r + f * j - n + s);
-    let args = |g: fn(&Array1<f32>, f32, f32, f32, f32, f32, f32, f32) -> Array1<f32>| {
-        g(&x, o, c, r, f, j, n, s)
-    };
     assert_eq!(
-        args(|x, o, c, r, f, j, n, s| host_named_like_bookkeeping(x, o, c, r, f, j, n, s).unwrap()),
+        host_named_like_bookkeeping(&x, o, c, r, f, j, n, s).unwrap(),
         want
     );
     assert_eq!(
-        args(
-            |x, o, c, r, f, j, n, s| host_named_like_bookkeeping::eager(x, o, c, r, f, j, n, s)
-                .unwrap()
-        ),
+        host_named_like_bookkeeping::eager(&x, o, c, r, f, j, n, s).unwrap(),
         want
     );
     let mut session = Session::default();
@@ -320,6 +314,18 @@ fn f32_constants_unfolded() -> (
     )
 }
 
+/// The eight scalar results of `f32_constants`.
+type F32x8 = (
+    Array0<f32>,
+    Array0<f32>,
+    Array0<f32>,
+    Array0<f32>,
+    Array0<f32>,
+    Array0<f32>,
+    Array0<f32>,
+    Array0<f32>,
+);
+
 #[test]
 fn folded_i32_wraps_like_the_runtime() {
     let want = arr0(1);
@@ -357,16 +363,7 @@ fn typed_integer_constants_fold_as_the_runtime_computes() {
 
 #[test]
 fn f32_constants_fold_bit_for_bit() {
-    let bits = |t: &(
-        Array0<f32>,
-        Array0<f32>,
-        Array0<f32>,
-        Array0<f32>,
-        Array0<f32>,
-        Array0<f32>,
-        Array0<f32>,
-        Array0<f32>,
-    )| {
+    let bits = |t: &F32x8| {
         [
             t.0[()],
             t.1[()],
