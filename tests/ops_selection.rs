@@ -794,3 +794,30 @@ fn large_outputs_split_over_threads() {
         same(how, &t_, &t);
     }
 }
+
+#[test]
+fn eager_results_too_large_are_errors() {
+    let x = ArrayD::<f32>::zeros(IxDyn(&[2, 3]));
+    assert!(grafo::eager::tile(&x, &[usize::MAX, 2]).is_err());
+    assert!(grafo::eager::pad(&x, &[[0, 0], [usize::MAX, 1]], 0.0).is_err());
+    let i = grafo::ndarray::arr1(&[0i32; 4]);
+    assert!(grafo::eager::one_hot(&i, usize::MAX / 2, 1.0f32, 0.0).is_err());
+}
+
+#[graph]
+fn new_axes(x: Tensor<f32, B, 9>) -> (Tensor<f32, 1, B, 1>, Tensor<f32, B, 1, 3>) {
+    (x[s![NewAxis, .., 0, NewAxis]], x[s![.., NewAxis, 1..4]])
+}
+
+#[test]
+fn new_axis_as_ndarray() {
+    use grafo::ndarray::NewAxis;
+    for &b in &SIZES {
+        let x = Array2::from_shape_fn((b, 9), |(i, j)| (i * 9 + j) as f32);
+        for (how, r) in runs!(new_axes(&x)) {
+            let (a, c) = r.unwrap();
+            same(how, &a, &x.slice(s![NewAxis, .., 0, NewAxis]).to_owned());
+            same(how, &c, &x.slice(s![.., NewAxis, 1..4]).to_owned());
+        }
+    }
+}

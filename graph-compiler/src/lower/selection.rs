@@ -289,11 +289,36 @@ impl Lowerer<'_> {
             ),
         };
         let (x, xn) = self.sel_operand(&ix.expr);
-        let entries = s_entries(mac.tokens.clone());
+        let all_entries = s_entries(mac.tokens.clone());
+        // ndarray's `NewAxis` inserts an axis of size 1 where it stands among the kept axes.
+        let is_new_axis = |range: &TokenStream| {
+            syn::parse2::<syn::Path>(range.clone()).is_ok_and(|p| p.is_ident("NewAxis"))
+        };
+        let mut new_axes = Vec::new();
+        let mut kept = 0usize;
+        let mut entries = Vec::new();
+        for (range, step) in all_entries {
+            if is_new_axis(&range) && step.is_none() {
+                new_axes.push(kept);
+                kept += 1;
+                continue;
+            }
+            let is_range =
+                syn::parse2::<Expr>(range.clone()).is_ok_and(|e| matches!(e, Expr::Range(_)));
+            if is_range {
+                kept += 1;
+            }
+            entries.push((range, step));
+        }
         if entries.len() > xn.shape.len() && !xn.poisoned {
             let msg = format!(
-                "`s![...]` has {} entries but the tensor is {} (rank {})",
+                "`s![...]` has {} {} but the tensor is {} (rank {})",
                 entries.len(),
+                if entries.len() == 1 {
+                    "entry"
+                } else {
+                    "entries"
+                },
                 type_str(xn.dtype, &xn.shape),
                 xn.shape.len()
             );
@@ -390,7 +415,15 @@ impl Lowerer<'_> {
                     name: "index",
                     axes,
                 };
-                Value::Tensor(self.sel_node(op, inputs, xn.dtype, shape, span))
+                let id = self.sel_node(op, inputs, xn.dtype, shape.clone(), span);
+                if new_axes.is_empty() {
+                    return Value::Tensor(id);
+                }
+                let mut with_new = shape;
+                for &at in &new_axes {
+                    with_new.insert(at, Dim::Const(1));
+                }
+                Value::Tensor(self.view_as(id, with_new, span))
             }
             Err((a, msg)) => {
                 let msg = format!("{msg} (the tensor is {})", type_str(xn.dtype, &xn.shape));

@@ -27,9 +27,23 @@ fn resolve_axis(op: &'static str, axis: isize, rank: usize) -> Result<usize, Err
     })
 }
 
-/// An output buffer every element of which the kernel writes.
-fn buffer<T: Element>(shape: &[usize]) -> Vec<T> {
-    vec![T::default(); shape.iter().product()]
+/// An output buffer every element of which the kernel writes; a size that overflows or
+/// cannot be allocated is an error, not an abort.
+fn buffer<T: Element>(shape: &[usize]) -> Result<Vec<T>, Error> {
+    let too_large = || {
+        Error::invalid(
+            "allocate",
+            format!("a result of shape {shape:?} is too large"),
+        )
+    };
+    let len = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(too_large)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| too_large())?;
+    v.resize(len, T::default());
+    Ok(v)
 }
 
 /// `x[s![...]]` with ndarray's semantics, one [`AxisSlice`] per leading axis (the rest are
@@ -48,7 +62,7 @@ fn strided<T: Element>(
 ) -> Result<ArrayD<T>, Error> {
     let shape = slice_shape(op, x.shape(), spec)?;
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape);
+    let mut out = buffer(&shape)?;
     slice_into(op, contiguous(&x), x.shape(), spec, &shape, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -64,7 +78,7 @@ pub fn slice_as<'a, T: Element>(
 ) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
     let x = x.as_standard_layout();
-    let mut out = buffer(compiled);
+    let mut out = buffer(compiled)?;
     slice_into(op, contiguous(&x), x.shape(), spec, compiled, &mut out)?;
     Ok(from_vec(compiled.to_vec(), out))
 }
@@ -192,7 +206,7 @@ fn assemble<T: Element>(
         ));
     }
     shape[axis] = shapes.iter().map(|s| s[axis]).sum();
-    let mut out = buffer(&shape);
+    let mut out = buffer(&shape)?;
     concat_into(op, &slices, axis, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -257,7 +271,7 @@ pub fn tile<'a, T: Element>(
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| Error::invalid("tile", "the result is too large"))?;
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape);
+    let mut out = buffer(&shape)?;
     tile_into(contiguous(&x), x.shape(), multiples, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -280,14 +294,15 @@ pub fn pad<'a, T: Element>(
         ));
     }
     let pairs: Vec<(usize, usize)> = paddings.iter().map(|p| (p[0], p[1])).collect();
-    let shape: Vec<usize> = x
+    let shape = x
         .shape()
         .iter()
         .zip(&pairs)
-        .map(|(d, (b, a))| d + b + a)
-        .collect();
+        .map(|(d, (b, a))| d.checked_add(*b)?.checked_add(*a))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| Error::invalid("pad", "the result is too large"))?;
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape);
+    let mut out = buffer(&shape)?;
     pad_into(contiguous(&x), x.shape(), &pairs, value, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -355,7 +370,7 @@ pub fn gather<'a, 'b, T: Element, I: IndexElement + Element>(
     shape.extend_from_slice(ind.shape());
     shape.extend_from_slice(&x.shape()[axis + 1..]);
     let (x, ind) = (x.as_standard_layout(), ind.as_standard_layout());
-    let mut out = buffer(&shape);
+    let mut out = buffer(&shape)?;
     gather_into(contiguous(&x), x.shape(), contiguous(&ind), axis, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -372,7 +387,7 @@ pub fn one_hot<'a, T: Element, I: IndexElement + Element>(
     let mut shape = ind.shape().to_vec();
     shape.push(depth);
     let ind = ind.as_standard_layout();
-    let mut out = buffer(&shape);
+    let mut out = buffer(&shape)?;
     one_hot_into(contiguous(&ind), depth, on, off, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -387,7 +402,7 @@ fn arg_reduce<T: Element + PartialOrd>(
     let mut shape = x.shape().to_vec();
     shape.remove(axis);
     let x = x.as_standard_layout();
-    let mut out = vec![0i64; shape.iter().product()];
+    let mut out = buffer(&shape)?;
     arg_reduce_into(contiguous(&x), x.shape(), axis, min, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -413,14 +428,18 @@ pub fn argmin<'a, T: Element + PartialOrd>(
 /// rules: `delta != 0`, and `start <= limit` when `delta > 0` (`>=` when negative).
 pub fn range<T: RangeElement + Element>(start: T, limit: T, delta: T) -> Result<ArrayD<T>, Error> {
     let n = T::count(start, limit, delta).map_err(|m| Error::invalid("range", m))?;
-    let mut out = buffer(&[n]);
+    let mut out = buffer(&[n])?;
     range_into(start, delta, &mut out);
     Ok(from_vec(vec![n], out))
 }
 
 /// `range(0, n, 1)` of length `n` (the form `range(B)` of a symbolic dim compiles to).
-pub fn range_n<T: RangeElement + Element>(start: T, delta: T, n: usize) -> ArrayD<T> {
-    let mut out = buffer(&[n]);
+pub fn range_n<T: RangeElement + Element>(
+    start: T,
+    delta: T,
+    n: usize,
+) -> Result<ArrayD<T>, Error> {
+    let mut out = buffer(&[n])?;
     range_into(start, delta, &mut out);
-    from_vec(vec![n], out)
+    Ok(from_vec(vec![n], out))
 }

@@ -73,7 +73,7 @@ pub fn value(n: &Node, ins: &[Ident]) -> TokenStream {
                 crate::emit::compiled::literal(*delta, n.dtype),
             );
             let len = crate::emit::dim_expr(&n.shape[0]);
-            quote!(#ev::range_n::<#et>(#s, #d, #len))
+            quote!(#ev::range_n::<#et>(#s, #d, #len)?)
         }
     }
 }

@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(x: Tensor<f32, 7, 5>) -> Tensor<f32, 3, 5> {
+    slice(x, [2], [3, -1])
+}
+
+fn main() {}
