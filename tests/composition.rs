@@ -139,7 +139,10 @@ fn block_matches_eager_and_reference() {
         let beta2 = to1(&filled(&[8], 9));
         let compiled = layers::block(&x, &w1, &b1, &g1, &beta1, &w2, &b2, &g2, &beta2).unwrap();
         let eager = layers::block::eager(&x, &w1, &b1, &g1, &beta1, &w2, &b2, &g2, &beta2).unwrap();
-        assert_eq!(compiled.0, eager.0, "rows {rows}: compiled and eager differ");
+        assert_eq!(
+            compiled.0, eager.0,
+            "rows {rows}: compiled and eager differ"
+        );
         assert_eq!(compiled.1, eager.1);
         assert_eq!(compiled.2, eager.2);
 

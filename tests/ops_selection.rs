@@ -821,3 +821,54 @@ fn new_axis_as_ndarray() {
         }
     }
 }
+
+#[graph]
+mod gru_like {
+    /// One step reads its column of the sequence; the callee's `R` is the caller's `B`.
+    pub fn step(h: Tensor<f32, R, 2>, xt: Tensor<f32, R, 2>) -> Tensor<f32, R, 2> {
+        let (a, b) = split(concat([h, xt], 1), 2, 1);
+        tanh(a + b)
+    }
+
+    /// The position of each row, as a column (`range` of the callee's own symbol).
+    pub fn positions(x: Tensor<f32, R, 2>) -> Tensor<f32, R, 1> {
+        expand_dims(cast::<f32>(range(R)), -1) + x[s![.., 0..1]] * 0.0
+    }
+
+    pub fn run_steps(x: Tensor<f32, B, 4, 2>) -> (Tensor<f32, B, 2>, Tensor<f32, B, 1>) {
+        let mut h = x[s![.., 0, ..]];
+        for t in 1..4 {
+            h = step(h, x[s![.., t, ..]]);
+        }
+        (h, positions(h))
+    }
+}
+
+#[test]
+fn selection_inside_composed_graph_functions() {
+    for &b in &SIZES {
+        let x = rand_arr(5, IxDyn(&[b, 4, 2]), -1.0, 1.0)
+            .into_dimensionality::<grafo::ndarray::Ix3>()
+            .unwrap();
+        let mut h = x.slice(s![.., 0, ..]).mapv(|v| v as f64);
+        for t in 1..4 {
+            let xt = x.slice(s![.., t, ..]).mapv(|v| v as f64);
+            h = Array2::from_shape_fn((b, 2), |(i, j)| {
+                let cat = [h[[i, 0]], h[[i, 1]], xt[[i, 0]], xt[[i, 1]]];
+                (cat[j] + cat[j + 2]).tanh()
+            });
+        }
+        let pos = Array2::from_shape_fn((b, 1), |(i, _)| i as f32);
+        let (he, pe) = gru_like::run_steps::eager(&x).unwrap();
+        for (how, r) in [
+            ("compiled", gru_like::run_steps(&x)),
+            ("run", gru_like::run_steps::run(&mut Session::default(), &x)),
+        ] {
+            let (h_, p_) = r.unwrap();
+            same(&format!("b={b} {how} vs eager"), &h_, &he);
+            same(&format!("b={b} {how} vs eager"), &p_, &pe);
+            assert_close(&format!("b={b} {how}"), &h_, &h.clone().into_dyn());
+            same(&format!("b={b} {how} positions"), &p_, &pos);
+        }
+    }
+}
