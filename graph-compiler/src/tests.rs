@@ -434,3 +434,46 @@ fn generated_items_carry_the_reserved_prefix() {
         }
     }
 }
+
+#[test]
+fn selection_lowers_to_its_own_groups_and_views() {
+    let (g, d) = lowered(quote! {
+        fn f(x: Tensor<f32, B, 6>, t: usize) -> (Tensor<f32, B, 3>, Tensor<f32, B, 1>) {
+            let y = exp(x)[s![.., 0..6;2]] + 1.0;
+            (y, expand_dims(x[s![.., t]], -1))
+        }
+    });
+    assert!(!d.has_errors());
+    let slices: Vec<&Node> = g
+        .nodes
+        .iter()
+        .filter(|n| matches!(n.op, Op::Sel(SelOp::Slice { .. })))
+        .collect();
+    assert_eq!(slices.len(), 2);
+    assert_eq!(slices[0].shape, vec![Dim::Sym("B".into()), Dim::Const(3)]);
+    // The run-time index `t` is the second input of the second slice.
+    assert_eq!(slices[1].inputs.len(), 2);
+    assert!(matches!(
+        &slices[1].op,
+        Op::Sel(SelOp::Slice { axes, .. }) if axes[1] == SliceSpec::IndexInput(1)
+    ));
+    let plan = fuse::fuse(&g, &PassConfig::default());
+    let kinds: Vec<fuse::GroupKind> = plan.groups.iter().map(|gr| gr.kind).collect();
+    // exp is materialised for the slice, which is its own group; `+ 1.0` is a loop after it;
+    // expand_dims is a view.
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| **k == fuse::GroupKind::Selection)
+            .count(),
+        2
+    );
+    assert!(kinds.contains(&fuse::GroupKind::View));
+    let sel = plan
+        .groups
+        .iter()
+        .find(|gr| gr.kind == fuse::GroupKind::Selection)
+        .expect("a selection group");
+    assert_eq!(sel.nodes.len(), 1);
+    assert!(plan.materialised[g.node(sel.root).inputs[0].0]);
+}
