@@ -391,3 +391,215 @@ fn transposed_operand_is_not_materialised() {
         .count();
     assert_eq!(live_transposes, 1);
 }
+
+// ----- pooling --------------------------------------------------------------------------------
+
+/// TF's pooling written out directly: output size and padding per axis, then each window's
+/// valid elements (max, or sum / count).
+fn ref_pool(x: &ArrayD<f64>, k: [usize; 2], s: [usize; 2], same: bool, max: bool) -> ArrayD<f64> {
+    let sh = x.shape();
+    let (n, h, w, c) = (sh[0], sh[1], sh[2], sh[3]);
+    let axis = |len: usize, k: usize, s: usize| -> (usize, usize) {
+        if same {
+            let out = (len + s - 1) / s;
+            let total = ((out.max(1) - 1) * s + k).saturating_sub(len);
+            (out, total / 2)
+        } else {
+            // TF: (in - k + stride) / stride, truncated toward zero.
+            (
+                ((len as isize - k as isize + s as isize) / s as isize) as usize,
+                0,
+            )
+        }
+    };
+    let ((oh, pt), (ow, pl)) = (axis(h, k[0], s[0]), axis(w, k[1], s[1]));
+    ArrayD::from_shape_fn(IxDyn(&[n, oh, ow, c]), |ix| {
+        let mut vals = Vec::new();
+        for di in 0..k[0] {
+            for dj in 0..k[1] {
+                let y = (ix[1] * s[0] + di) as isize - pt as isize;
+                let xx = (ix[2] * s[1] + dj) as isize - pl as isize;
+                if y >= 0 && xx >= 0 && (y as usize) < h && (xx as usize) < w {
+                    vals.push(x[[ix[0], y as usize, xx as usize, ix[3]]]);
+                }
+            }
+        }
+        if max {
+            vals.iter().copied().fold(f64::NEG_INFINITY, |a, v| {
+                if a.is_nan() || v.is_nan() {
+                    f64::NAN
+                } else {
+                    a.max(v)
+                }
+            })
+        } else {
+            vals.iter().sum::<f64>() / vals.len() as f64
+        }
+    })
+}
+
+#[graph]
+fn pools(
+    x: Tensor<f32, N, 7, 9, 3>,
+) -> (
+    Tensor<f32, N, 3, 4, 3>,
+    Tensor<f32, N, 4, 5, 3>,
+    Tensor<f32, N, 3, 3, 3>,
+    Tensor<f32, N, 7, 9, 3>,
+    Tensor<f32, N, 4, 3, 3>,
+    Tensor<f32, N, 4, 5, 3>,
+) {
+    (
+        max_pool2d(x, 2, 2, VALID),
+        max_pool2d(x, 2, 2, SAME),
+        max_pool2d(x, [3, 2], [3, 3], SAME),
+        avg_pool2d(x, 3, 1, SAME),
+        avg_pool2d(x, [1, 3, 3, 1], [1, 2, 3, 1], SAME),
+        avg_pool2d(x, [2, 3], 2, SAME),
+    )
+}
+
+#[test]
+fn pooling_valid_and_same() {
+    for n in [1usize, 2, 0] {
+        let mut x = rand_arr(20 + n as u64, Ix4(n, 7, 9, 3), -1.0, 1.0);
+        if n == 2 {
+            x[[1, 3, 4, 1]] = f32::NAN;
+            x[[0, 6, 8, 2]] = f32::INFINITY;
+            x[[0, 0, 0, 0]] = f32::NEG_INFINITY;
+        }
+        let xd = to_f64(&x);
+        let want = [
+            ref_pool(&xd, [2, 2], [2, 2], false, true),
+            ref_pool(&xd, [2, 2], [2, 2], true, true),
+            ref_pool(&xd, [3, 2], [3, 3], true, true),
+            ref_pool(&xd, [3, 3], [1, 1], true, false),
+            ref_pool(&xd, [3, 3], [2, 3], true, false),
+            ref_pool(&xd, [2, 3], [2, 2], true, false),
+        ];
+        let names = [
+            "max 2/2 VALID",
+            "max 2/2 SAME",
+            "max [3,2]/[3,3] SAME",
+            "avg 3/1 SAME",
+            "avg 4-list SAME",
+            "avg [2,3]/2 SAME",
+        ];
+        let r = runs!(pools(&x));
+        let eager = &r[1].1;
+        for (how, got) in &r {
+            let got = [&got.0, &got.1, &got.2, &got.3, &got.4, &got.5];
+            let e = [&eager.0, &eager.1, &eager.2, &eager.3, &eager.4, &eager.5];
+            for i in 0..6 {
+                let what = format!("{} n={n} {how}", names[i]);
+                assert_close(&what, got[i], &want[i]);
+                let bits = |a: &grafo::ndarray::Array4<f32>| {
+                    a.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+                };
+                assert_eq!(
+                    bits(got[i]),
+                    bits(e[i]),
+                    "{what}: compiled and eager differ"
+                );
+            }
+        }
+    }
+}
+
+/// Hand-checked against TF's rule: 5x5 of 0..24, 2x2 windows, stride 2, SAME: pad_total is 1,
+/// all after, so the last row and column of windows see one valid row or column.
+#[graph]
+fn pool_5x5(x: Tensor<f64, 1, 5, 5, 1>) -> (Tensor<f64, 1, 3, 3, 1>, Tensor<f64, 1, 3, 3, 1>) {
+    (max_pool2d(x, 2, 2, SAME), avg_pool2d(x, 2, 2, SAME))
+}
+
+#[test]
+fn pooling_matches_tf_padding_rule() {
+    let x = grafo::ndarray::Array4::from_shape_fn((1, 5, 5, 1), |(_, i, j, _)| (i * 5 + j) as f64);
+    let max = [6.0, 8.0, 9.0, 16.0, 18.0, 19.0, 21.0, 23.0, 24.0];
+    let avg = [3.0, 5.0, 6.5, 13.0, 15.0, 16.5, 20.5, 22.5, 24.0];
+    for (how, (m, a)) in runs!(pool_5x5(&x)) {
+        assert_eq!(m.iter().copied().collect::<Vec<_>>(), max, "max {how}");
+        assert_eq!(a.iter().copied().collect::<Vec<_>>(), avg, "avg {how}");
+    }
+}
+
+/// Integer max pooling, a symbolic batch and spatial dims kept by SAME at stride 1, and a
+/// window of 1 with VALID on symbolic dims.
+#[graph]
+fn pool_symbolic(
+    x: Tensor<i32, N, H, W, 2>,
+    y: Tensor<f32, N, H, W, 2>,
+) -> (Tensor<i32, N, H, W, 2>, Tensor<f32, N, H, W, 2>) {
+    (max_pool2d(x, 3, 1, SAME), avg_pool2d(y, 1, 1, VALID))
+}
+
+#[test]
+fn pooling_symbolic_and_int() {
+    for (n, h, w) in [(1usize, 1usize, 1usize), (2, 7, 4), (1, 0, 3), (3, 33, 17)] {
+        let x = rand_i32(30, Ix4(n, h, w, 2), i32::MIN / 2, i32::MAX / 2);
+        let y = rand_arr(31, Ix4(n, h, w, 2), -1.0, 1.0);
+        let want_x = ref_pool(&to_f64(&x), [3, 3], [1, 1], true, true);
+        for (how, (px, py)) in runs!(pool_symbolic(&x, &y)) {
+            assert_exact(&format!("int max {n},{h},{w} {how}"), &px, &want_x);
+            assert_exact(&format!("avg 1x1 {n},{h},{w} {how}"), &py, &to_f64(&y));
+        }
+    }
+}
+
+/// The TF tutorial's MNIST CNN front: conv + relu, max-pool, conv + relu, max-pool, flatten.
+#[graph]
+fn mnist_front(
+    x: Tensor<f32, B, 28, 28, 1>,
+    k1: Tensor<f32, 3, 3, 1, 4>,
+    b1: Tensor<f32, 4>,
+    k2: Tensor<f32, 3, 3, 4, 8>,
+    b2: Tensor<f32, 8>,
+) -> Tensor<f32, B, 200> {
+    let h1 = max_pool2d(relu(conv2d(x, k1, 1, VALID) + b1), 2, 2, VALID);
+    let h2 = max_pool2d(relu(conv2d(h1, k2, 1, VALID) + b2), 2, 2, VALID);
+    reshape(h2, [B, -1])
+}
+
+#[test]
+fn pooling_after_conv() {
+    for b in [1usize, 3] {
+        let x = rand_arr(40, Ix4(b, 28, 28, 1), 0.0, 1.0);
+        let k1 = rand_arr(41, Ix4(3, 3, 1, 4), -0.5, 0.5);
+        let b1 = rand_arr(42, grafo::ndarray::Ix1(4), -0.1, 0.1);
+        let k2 = rand_arr(43, Ix4(3, 3, 4, 8), -0.5, 0.5);
+        let b2 = rand_arr(44, grafo::ndarray::Ix1(8), -0.1, 0.1);
+        let layer = |x: &ArrayD<f64>, k: &ArrayD<f64>, bias: &ArrayD<f64>| {
+            let c = ref_conv2d(x, k, 1, false);
+            let c = ArrayD::from_shape_fn(c.raw_dim(), |ix| (c[&ix] + bias[[ix[3]]]).max(0.0));
+            ref_pool(&c, [2, 2], [2, 2], false, true)
+        };
+        let h1 = layer(&to_f64(&x), &to_f64(&k1), &to_f64(&b1));
+        let h2 = layer(&h1, &to_f64(&k2), &to_f64(&b2));
+        let want = reshaped(&h2, &[b, 200]);
+        let r = runs!(mnist_front(&x, &k1, &b1, &k2, &b2));
+        let eager = to_f64(&r[1].1);
+        for (how, got) in &r {
+            assert_close(&format!("mnist front b={b} {how}"), got, &want);
+            assert_exact(&format!("mnist front b={b} {how} == eager"), got, &eager);
+        }
+    }
+}
+
+#[test]
+fn eager_pooling_errors() {
+    let x = grafo::ndarray::Array3::<f32>::zeros((2, 3, 4));
+    let e = grafo::eager::max_pool2d(&x, [2, 2], [1, 1], VALID).unwrap_err();
+    assert!(e.to_string().contains("rank 4"), "{e}");
+    let x = grafo::ndarray::Array4::<f32>::zeros((1, 3, 3, 1));
+    let e = grafo::eager::avg_pool2d(&x, [5, 2], [1, 1], VALID).unwrap_err();
+    assert!(e.to_string().contains("larger than the input"), "{e}");
+    let e = grafo::eager::max_pool2d(&x, [2, 2], [0, 1], SAME).unwrap_err();
+    assert!(e.to_string().contains("at least 1"), "{e}");
+    // TF's VALID size: (3 - 4 + 2) / 2 = 0, an empty output rather than an error.
+    let r = grafo::eager::avg_pool2d(&x, [4, 4], [2, 2], VALID).unwrap();
+    assert_eq!(r.shape(), &[1, 0, 0, 1]);
+    // SAME never fails on size, even with a window larger than the input.
+    let r = grafo::eager::max_pool2d(&x, [5, 5], [2, 2], SAME).unwrap();
+    assert_eq!(r.shape(), &[1, 2, 2, 1]);
+}

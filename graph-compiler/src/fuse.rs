@@ -69,6 +69,8 @@ pub enum GroupKind {
     /// `conv2d` with an optional fused epilogue.
     Conv2d,
     Softmax,
+    /// `max_pool2d` / `avg_pool2d`: one kernel call.
+    Pool,
     Transpose,
     /// A selection or assembly op (`x[s![..]]`, concat, gather, ...): one kernel call.
     Selection,
@@ -89,6 +91,7 @@ impl GroupKind {
             GroupKind::MatMul => "matmul",
             GroupKind::Conv2d => "conv2d",
             GroupKind::Softmax => "softmax",
+            GroupKind::Pool => "pool",
             GroupKind::Transpose => "transpose",
             GroupKind::Selection => "selection",
             GroupKind::View => "view",
@@ -353,6 +356,10 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             }
             Op::Conv2d { .. } => {
                 group.kind = GroupKind::Conv2d;
+                group.nodes = vec![id];
+            }
+            Op::Pool { .. } => {
+                group.kind = GroupKind::Pool;
                 group.nodes = vec![id];
             }
             Op::Softmax { .. } => {

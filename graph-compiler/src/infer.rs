@@ -4,7 +4,7 @@
 //! arms are resolved with the operands' types at hand. Each rule returns the node's dtype
 //! and shape, or a message naming the op, both shapes (symbols kept) and the axis.
 
-use crate::ir::{shape_str, type_str, DType, Dim, Monomial, Padding, Shape};
+use crate::ir::{shape_str, type_str, DType, Dim, Monomial, Padding, PoolKind, Shape};
 
 pub type Inferred = Result<(DType, Shape), String>;
 
@@ -277,6 +277,67 @@ pub fn conv2d(x: (DType, &[Dim]), k: (DType, &[Dim]), stride: usize, padding: Pa
         shape.push(out);
     }
     shape.push(sk[3].clone());
+    Ok((dt, shape))
+}
+
+/// `max_pool2d` / `avg_pool2d`: NHWC input, TF's output size (`SAME`: `ceil(in / stride)`;
+/// `VALID`: `(in - k) / stride + 1`, the window must fit). Max takes numbers, avg floats.
+pub fn pool2d(
+    kind: PoolKind,
+    x: (DType, &[Dim]),
+    ksize: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+) -> Inferred {
+    let op = kind.name();
+    let (dt, sx) = x;
+    let ok_dtype = match kind {
+        PoolKind::Max => dt != DType::Bool,
+        PoolKind::Avg => dt.is_float(),
+    };
+    if !ok_dtype {
+        let want = if kind == PoolKind::Max {
+            "a number"
+        } else {
+            "a float tensor (f32 or f64)"
+        };
+        return Err(format!("`{op}` needs {want}, found {}", type_str(dt, sx)));
+    }
+    if sx.len() != 4 {
+        return Err(format!(
+            "`{op}` input must be rank 4 (NHWC), found {}",
+            shape_str(sx)
+        ));
+    }
+    let mut shape = vec![sx[0].clone()];
+    for axis in 1..3 {
+        let (d, k, s) = (&sx[axis], ksize[axis - 1] as u64, strides[axis - 1] as u64);
+        let out = match (padding, d) {
+            (Padding::Same, d) if s == 1 => d.clone(),
+            (Padding::Same, Dim::Const(n)) => Dim::Const(n.div_ceil(s)),
+            (Padding::Valid, Dim::Const(n)) => {
+                // TF's `(in - k + stride) / stride`, truncated; negative is an error.
+                let out = (*n as i128 - k as i128 + s as i128) / s as i128;
+                if out < 0 {
+                    return Err(format!(
+                        "`{op}` VALID window {ksize:?} is larger than the input {} (axis {axis} is {n}, the window {k}, the stride {s})",
+                        shape_str(sx)
+                    ));
+                }
+                Dim::Const(out as u64)
+            }
+            (Padding::Valid, d) if k == 1 && s == 1 => d.clone(),
+            _ => {
+                return Err(format!(
+                    "`{op}` with {} padding, window {ksize:?} and strides {strides:?} needs static spatial dims: input is {} (axis {axis})",
+                    if padding == Padding::Same { "SAME" } else { "VALID" },
+                    shape_str(sx)
+                ))
+            }
+        };
+        shape.push(out);
+    }
+    shape.push(sx[3].clone());
     Ok((dt, shape))
 }
 

@@ -459,6 +459,22 @@ pub enum Padding {
     Valid,
 }
 
+/// The reduction of a pooling window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    Max,
+    Avg,
+}
+
+impl PoolKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolKind::Max => "max_pool2d",
+            PoolKind::Avg => "avg_pool2d",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AssertKind {
     NonNegative,
@@ -521,6 +537,13 @@ pub enum Op {
         padding: Padding,
     },
     BiasAdd,
+    /// `max_pool2d` / `avg_pool2d` over an NHWC tensor (window and strides as rows, columns).
+    Pool {
+        kind: PoolKind,
+        ksize: [usize; 2],
+        strides: [usize; 2],
+        padding: Padding,
+    },
     Softmax {
         axis: usize,
         log: bool,
@@ -557,6 +580,7 @@ impl Op {
             Op::Transpose { .. } => "transpose".into(),
             Op::Reshape => "reshape".into(),
             Op::Conv2d { .. } => "conv2d".into(),
+            Op::Pool { kind, .. } => kind.name().into(),
             Op::BiasAdd => "bias_add".into(),
             Op::Softmax { log: false, .. } => "softmax".into(),
             Op::Softmax { log: true, .. } => "log_softmax".into(),

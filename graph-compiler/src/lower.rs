@@ -18,6 +18,7 @@ use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
 
 mod inline;
 pub use inline::{Callee, Callees};
+mod nn;
 mod selection;
 pub use selection::attrs as selection_attrs;
 
@@ -1636,6 +1637,9 @@ impl Lowerer<'_> {
             return Value::Tensor(self.typed(Op::Unary(u), vec![x], r, span));
         }
         if let Some(v) = self.selection_call(&name, &args, span, turbofish.as_ref()) {
+            return v;
+        }
+        if let Some(v) = self.nn_call(&name, &args, span) {
             return v;
         }
         let id = match name.as_str() {

@@ -15,6 +15,7 @@ pub mod math;
 pub mod matmul;
 pub mod matmul_nd;
 pub mod parallel;
+pub mod pool;
 pub mod profile;
 pub mod reduce;
 pub mod selection;

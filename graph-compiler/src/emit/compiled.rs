@@ -782,6 +782,27 @@ impl<'a> Emitter<'a> {
             GroupKind::Elementwise => self.elementwise(g),
             GroupKind::MatMul | GroupKind::Conv2d => self.linalg(g),
             GroupKind::Reduce => self.reduce(g),
+            GroupKind::Pool => {
+                let n = self.node(g.root).clone();
+                let Op::Pool {
+                    kind,
+                    ksize,
+                    strides,
+                    padding,
+                } = n.op
+                else {
+                    unreachable!("pool group")
+                };
+                let x = self.slice(n.inputs[0]);
+                let in_shape = shape_expr(&self.node(n.inputs[0]).shape);
+                let pool = pool_tokens(kind, ksize, strides, padding);
+                let alloc = self.alloc(g.root);
+                let vid = v(g.root);
+                quote! {
+                    #alloc
+                    ::grafo::__private::pool::pool2d_into(#x, #in_shape, #pool, &mut #vid[..]);
+                }
+            }
             GroupKind::Softmax => {
                 let n = self.node(g.root).clone();
                 let Op::Softmax { axis, log } = n.op else {
@@ -1693,4 +1714,23 @@ struct LoopLeaves {
     row_bind: Vec<TokenStream>,
     pre: Vec<TokenStream>,
     reads: HashMap<NodeId, TokenStream>,
+}
+
+/// A `grafo::__private::pool::Pool2d` value.
+pub fn pool_tokens(
+    kind: PoolKind,
+    ksize: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+) -> TokenStream {
+    let kind = match kind {
+        PoolKind::Max => quote!(::grafo::__private::pool::PoolKind::Max),
+        PoolKind::Avg => quote!(::grafo::__private::pool::PoolKind::Avg),
+    };
+    let pad = match padding {
+        Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+        Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+    };
+    let ([kh, kw], [sh, sw]) = (ksize, strides);
+    quote!(::grafo::__private::pool::Pool2d { kind: #kind, ksize: [#kh, #kw], strides: [#sh, #sw], padding: #pad })
 }

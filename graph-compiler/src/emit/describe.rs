@@ -103,6 +103,16 @@ pub fn body(
                 ("padding".into(), format!("{padding:?}").to_uppercase()),
             ],
             Op::Softmax { axis, .. } => vec![("axis".into(), axis.to_string())],
+            Op::Pool {
+                ksize,
+                strides,
+                padding,
+                ..
+            } => vec![
+                ("ksize".into(), format!("{ksize:?}")),
+                ("strides".into(), format!("{strides:?}")),
+                ("padding".into(), format!("{padding:?}").to_uppercase()),
+            ],
             Op::Assert { message, .. } => vec![("message".into(), message.clone())],
             Op::Host { expr } => vec![("expr".into(), expr.clone())],
             Op::Sel(s) => crate::lower::selection_attrs(s),

@@ -154,6 +154,21 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             };
             quote!(#ev::conv2d(#x, #k, #stride, #pad)?)
         }
+        Op::Pool {
+            kind,
+            ksize,
+            strides,
+            padding,
+        } => {
+            let x = &ins[0];
+            let f = format_ident!("{}", kind.name());
+            let pad = match padding {
+                Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+                Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+            };
+            let ([kh, kw], [sh, sw]) = (ksize, strides);
+            quote!(#ev::#f(#x, [#kh, #kw], [#sh, #sw], #pad)?)
+        }
         Op::Softmax { axis, log } => {
             let x = &ins[0];
             let f = if *log {

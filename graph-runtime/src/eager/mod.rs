@@ -21,6 +21,8 @@ pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
 pub use selection::*;
+// Pooling lives with its kernel.
+pub use crate::pool::{avg_pool2d, max_pool2d};
 
 /// Anything an eager op can read as a dynamic-rank view without copying.
 pub trait IntoView<'a, T> {

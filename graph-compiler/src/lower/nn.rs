@@ -1,0 +1,107 @@
+//! Lowering of the pooling ops, `max_pool2d(x, ksize, strides, padding)` and
+//! `avg_pool2d(...)`, with TensorFlow's argument forms: a window or stride is an integer
+//! (`2`), a list `[rows, columns]`, or TF's 4-list `[1, rows, columns, 1]`.
+
+use super::{Lowerer, Span, Value};
+use crate::infer;
+use crate::ir::*;
+use syn::Expr;
+
+impl Lowerer<'_> {
+    /// Lowers a pooling call, or returns `None` if `name` is not a pooling op.
+    pub(super) fn nn_call(&mut self, name: &str, args: &[&Expr], span: Span) -> Option<Value> {
+        let kind = match name {
+            "max_pool2d" => PoolKind::Max,
+            "avg_pool2d" => PoolKind::Avg,
+            _ => return None,
+        };
+        if args.len() != 4 {
+            self.diag.error(
+                span,
+                format!(
+                    "`{name}` takes an NHWC input, a window size, strides and `SAME` or `VALID` (`{name}(x, 2, 2, VALID)`); found {} argument(s)",
+                    args.len()
+                ),
+            );
+            return Some(Value::Tensor(self.poisoned(span)));
+        }
+        let x = self.operand(args[0]);
+        let ksize = self.window_pair(name, "window size", args[1]);
+        let strides = self.window_pair(name, "stride", args[2]);
+        let padding = match args[3] {
+            Expr::Path(p) if p.path.is_ident("SAME") => Some(Padding::Same),
+            Expr::Path(p) if p.path.is_ident("VALID") => Some(Padding::Valid),
+            Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) if s.value() == "SAME" || s.value() == "VALID" => Some(if s.value() == "SAME" {
+                Padding::Same
+            } else {
+                Padding::Valid
+            }),
+            other => {
+                self.diag.error(
+                    other.span(),
+                    format!("`{name}` padding must be `SAME` or `VALID`"),
+                );
+                None
+            }
+        };
+        let (Some(ksize), Some(strides), Some(padding)) = (ksize, strides, padding) else {
+            return Some(Value::Tensor(self.poisoned(span)));
+        };
+        let n = self.graph.node(x).clone();
+        let r = infer::pool2d(kind, (n.dtype, &n.shape), ksize, strides, padding);
+        let op = Op::Pool {
+            kind,
+            ksize,
+            strides,
+            padding,
+        };
+        Some(Value::Tensor(self.typed(op, vec![x], r, span)))
+    }
+
+    /// A window size or stride: `k` (both axes), `[rows, columns]`, or `[1, rows, columns, 1]`
+    /// (TF's NHWC form, which cannot pool over the batch or the channels). Reports the error.
+    fn window_pair(&mut self, op: &str, what: &str, e: &Expr) -> Option<[usize; 2]> {
+        let bad = |lw: &mut Self, e: &Expr, why: &str| {
+            lw.diag
+                .error(e.span(), format!("`{op}` {what} must be {why}"));
+            None
+        };
+        let positive = |v: i64| (v >= 1).then_some(v as usize);
+        if let Some(v) = self.literal_int(e) {
+            return match positive(v) {
+                Some(k) => Some([k, k]),
+                None => bad(self, e, "at least 1"),
+            };
+        }
+        let form = "an integer literal, `[rows, columns]` or `[1, rows, columns, 1]`";
+        let Expr::Array(a) = e else {
+            return bad(self, e, form);
+        };
+        let mut vals = Vec::new();
+        for el in &a.elems {
+            match self.literal_int(el) {
+                Some(v) => vals.push(v),
+                None => return bad(self, el, "a list of integer literals"),
+            }
+        }
+        let pair = match vals.as_slice() {
+            [h, w] => [*h, *w],
+            [1, h, w, 1] => [*h, *w],
+            [_, _, _, _] => {
+                return bad(
+                    self,
+                    e,
+                    "1 on the batch and channel axes in the 4-element form (pooling runs over rows and columns only)",
+                )
+            }
+            _ => return bad(self, e, form),
+        };
+        match (positive(pair[0]), positive(pair[1])) {
+            (Some(h), Some(w)) => Some([h, w]),
+            _ => bad(self, e, "at least 1 on each axis"),
+        }
+    }
+}
