@@ -401,7 +401,7 @@ fn ref_pool(x: &ArrayD<f64>, k: [usize; 2], s: [usize; 2], same: bool, max: bool
     let (n, h, w, c) = (sh[0], sh[1], sh[2], sh[3]);
     let axis = |len: usize, k: usize, s: usize| -> (usize, usize) {
         if same {
-            let out = (len + s - 1) / s;
+            let out = len.div_ceil(s);
             let total = ((out.max(1) - 1) * s + k).saturating_sub(len);
             (out, total / 2)
         } else {
