@@ -477,3 +477,133 @@ fn selection_lowers_to_its_own_groups_and_views() {
     assert_eq!(sel.nodes.len(), 1);
     assert!(plan.materialised[g.node(sel.root).inputs[0].0]);
 }
+
+/// Every way a literal reaches a dtype checks its range (the siblings of `x + 3000000000`),
+/// and none of the oversized inputs makes the macro panic.
+#[test]
+fn out_of_range_literals_are_errors_wherever_they_meet_a_dtype() {
+    let bodies = [
+        quote!(x + 3000000000),
+        quote!(3000000000 - x),
+        quote!(maximum(x, 3000000000)),
+        quote!(select(x > 0, x, -2147483649)),
+        quote!(x * fill([3], 3000000000)),
+        quote!(x + constant::<i32>(3000000000)),
+        quote!(x + pow(x, 3000000000)),
+        quote!(x + (2147483647 + 1)),
+        quote!(x + (1 << 40)),
+        quote!({
+            assert_greater(x, 3000000000, "big");
+            x
+        }),
+        quote!({
+            const BIG: i64 = 9000000000;
+            x + BIG
+        }),
+        quote!({
+            let mut y = x;
+            if reduce_sum(x) > 3000000000 {
+                y = y + 1;
+            }
+            y
+        }),
+    ];
+    for body in bodies {
+        let text = body.to_string();
+        let item = quote!(fn f(x: Tensor<i32, 3>) -> Tensor<i32, 3> { #body });
+        let out = std::panic::catch_unwind(|| crate::expand::expand(quote!(), item).to_string())
+            .unwrap_or_else(|_| panic!("`{text}` made the macro panic"));
+        assert!(
+            out.contains("out of range") || out.contains("not supported"),
+            "`{text}` compiled: {}",
+            &out[..out.len().min(300)]
+        );
+    }
+    let floats = [
+        quote!(x * 1e40),
+        quote!(-1e39 + x),
+        quote!(x + constant::<f32>(1e300)),
+        quote!(x + 1e40f32),
+    ];
+    for body in floats {
+        let text = body.to_string();
+        let item = quote!(fn f(x: Tensor<f32, 3>) -> Tensor<f32, 3> { #body });
+        let out = std::panic::catch_unwind(|| crate::expand::expand(quote!(), item).to_string())
+            .unwrap_or_else(|_| panic!("`{text}` made the macro panic"));
+        assert!(out.contains("out of range"), "`{text}` compiled");
+    }
+    // In range at the extremes, including through a negation.
+    for body in [
+        quote!(x + -2147483648),
+        quote!(x + 2147483647),
+        quote!(x * (-2147483647 - 1)),
+    ] {
+        let text = body.to_string();
+        let item = quote!(fn f(x: Tensor<i32, 3>) -> Tensor<i32, 3> { #body });
+        let out = crate::expand::expand(quote!(), item).to_string();
+        assert!(!out.contains("compile_error"), "`{text}` was refused");
+    }
+}
+
+/// Sizes and bounds at the edges of their types are errors or work; never a panic.
+#[test]
+fn oversized_shapes_and_bounds_do_not_panic() {
+    let cases = [
+        quote!(
+            fn f() -> Tensor<f32> {
+                reduce_sum(ones([4294967296, 4294967296]))
+            }
+        ),
+        quote!(
+            fn f() -> Tensor<f32> {
+                reduce_sum(ones([9223372036854775807, 2]))
+            }
+        ),
+        quote!(
+            fn f(x: Tensor<f32, 18446744073709551615, 2>) -> Tensor<f32> {
+                reduce_sum(x)
+            }
+        ),
+        quote!(
+            fn f() -> Tensor<f32> {
+                reduce_sum(zeros::<f64>([0, 4294967296, 4294967296]))
+            }
+        ),
+        quote!(
+            fn f(x: Tensor<f32, 2>) -> Tensor<f32, 2> {
+                let mut y = x;
+                for i in 9223372036854775806..=9223372036854775807 {
+                    y = y + 1.0;
+                }
+                y
+            }
+        ),
+        quote!(
+            fn f(x: Tensor<f32, 2>) -> Tensor<f32, 2> {
+                let mut y = x;
+                for i in -9223372036854775807..9223372036854775807 {
+                    y = y + 1.0;
+                }
+                y
+            }
+        ),
+        quote!(
+            fn f(x: Tensor<f32, 2>) -> Tensor<f32, 2> {
+                reduce_sum(x, -9223372036854775807, true) * x
+            }
+        ),
+        quote!(
+            fn f(
+                x: Tensor<f32, 1, 8, 8, 1>,
+                k: Tensor<f32, 3, 3, 1, 1>,
+            ) -> Tensor<f32, 1, 1, 1, 1> {
+                conv2d(x, k, 9223372036854775807, VALID)
+            }
+        ),
+    ];
+    for item in cases {
+        let text = item.to_string();
+        let out = std::panic::catch_unwind(|| crate::expand::expand(quote!(), item).to_string());
+        assert!(out.is_ok(), "`{text}` made the macro panic");
+    }
+}
