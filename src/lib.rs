@@ -24,6 +24,8 @@ pub mod prelude {
         arr0, arr1, arr2, arr3, Array, Array0, Array1, Array2, Array3, Array4, Array5, ArrayD,
         ArrayView, ArrayView0, ArrayView1, ArrayView2, ArrayView3, ArrayView4, ArrayViewD, Axis,
     };
+    /// ndarray's slicing macro: `x.slice(s![.., 0])` on arrays, `x[s![.., t]]` in a `#[graph]` body.
+    pub use ndarray::s;
 }
 
 pub mod ops;
