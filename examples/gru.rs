@@ -85,7 +85,8 @@ fn main() -> Result<(), grafo::Error> {
     let h0 = Array2::<f32>::zeros((batch, hidden));
     for tol in [0.0f32, 1e-2] {
         let tol = arr0(tol);
-        let (h, steps) = gru::run_steps(&x, &h0, &wz, &uz, &bz, &wr, &ur, &br, &wn, &un, &bn, &tol)?;
+        let (h, steps) =
+            gru::run_steps(&x, &h0, &wz, &uz, &bz, &wr, &ur, &br, &wn, &un, &bn, &tol)?;
         let (h_e, steps_e) =
             gru::run_steps::eager(&x, &h0, &wz, &uz, &bz, &wr, &ur, &br, &wn, &un, &bn, &tol)?;
         assert_eq!(h, h_e, "compiled and eager agree bit for bit");
@@ -96,7 +97,10 @@ fn main() -> Result<(), grafo::Error> {
             let xt = x.slice(s![.., t, ..]).to_owned();
             state = gru::cell(&xt, &state, &wz, &uz, &bz, &wr, &ur, &br, &wn, &un, &bn)?;
         }
-        assert_eq!(h, state, "the cond-stopped loop equals the steps run one by one");
+        assert_eq!(
+            h, state,
+            "the cond-stopped loop equals the steps run one by one"
+        );
         println!(
             "gru, tol {}: {} of 16 steps run, |h| = {:.4}",
             tol[()],
