@@ -20,12 +20,13 @@ pub mod prelude {
     pub use crate::graph;
     pub use crate::ops::*;
     pub use crate::{Error, Session, SessionConfig};
-    /// ndarray's slicing macro: `x.slice(s![.., 0])` on arrays, `x[s![.., t]]` in a `#[graph]` body.
-    pub use ndarray::s;
     pub use ndarray::{
         arr0, arr1, arr2, arr3, Array, Array0, Array1, Array2, Array3, Array4, Array5, ArrayD,
         ArrayView, ArrayView0, ArrayView1, ArrayView2, ArrayView3, ArrayView4, ArrayViewD, Axis,
     };
+    /// ndarray's slicing macro and `NewAxis`: `x.slice(s![.., 0])` on arrays, and
+    /// `x[s![.., t, 0..10;2]]` in a `#[graph]` body, which means what it means on an array.
+    pub use ndarray::{s, NewAxis};
 }
 
 pub mod ops;

@@ -8,7 +8,7 @@
 
 mod refs;
 
-use grafo::ndarray::{s, Array1, Array2, Array3, ArrayD, Dimension, IxDyn};
+use grafo::ndarray::{Array1, Array2, Array3, ArrayD, Dimension, IxDyn};
 use grafo::prelude::*;
 use refs::*;
 
@@ -811,7 +811,6 @@ fn new_axes(x: Tensor<f32, B, 9>) -> (Tensor<f32, 1, B, 1>, Tensor<f32, B, 1, 3>
 
 #[test]
 fn new_axis_as_ndarray() {
-    use grafo::ndarray::NewAxis;
     for &b in &SIZES {
         let x = Array2::from_shape_fn((b, 9), |(i, j)| (i * 9 + j) as f32);
         for (how, r) in runs!(new_axes(&x)) {
