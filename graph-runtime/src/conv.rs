@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex};
 
-use crate::matmul::{GemmElement, ROW_ALIGN};
+use crate::matmul::{row_align, GemmElement};
 
 /// Padding mode of `conv2d`, with TensorFlow's semantics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -182,8 +182,9 @@ fn pixels_per_block(pixels: usize, per_pixel: usize, elem: usize) -> usize {
     let threads = rayon::current_num_threads().max(1);
     let by_cache = (IM2COL_BLOCK_BYTES + OUT_BLOCK_BYTES) / (per_pixel.max(1) * elem);
     let by_balance = pixels.div_ceil(threads * BLOCKS_PER_THREAD);
-    let pb = by_cache.min(by_balance).max(ROW_ALIGN);
-    pb.div_ceil(ROW_ALIGN) * ROW_ALIGN
+    let align = row_align();
+    let pb = by_cache.min(by_balance).max(align);
+    pb.div_ceil(align) * align
 }
 
 /// How many geometries' offset tables are kept.

@@ -67,6 +67,55 @@ fn detect() -> Level {
     Level::Baseline
 }
 
+static AVX512_TILES: AtomicU8 = AtomicU8::new(0);
+
+/// Whether the GEMM and conv2d micro-kernels should use their AVX-512 register tiles.
+///
+/// Only where [`level()`] is [`Level::Avx512`] and the cores run 512-bit FMAs at twice the
+/// 256-bit rate. AMD's Zen 4 (family 0x19) runs them on 256-bit units (double-pumped): there
+/// the AVX2 tiles measured faster (sgemm 256: 97 vs 86 GFLOP/s on one core, conv2d 3 -> 16
+/// channels 61 vs 56, the narrow `256x512x10` 47 vs 33; BENCHMARKS.md), so they are kept,
+/// while elementwise kernels still run their AVX-512 builds. Setting `GRAFO_CPU_LEVEL=avx512`
+/// explicitly forces the AVX-512 tiles on such a CPU too, so their tests run on it.
+#[inline]
+pub fn avx512_tiles() -> bool {
+    match AVX512_TILES.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => detect_avx512_tiles(),
+    }
+}
+
+#[cold]
+fn detect_avx512_tiles() -> bool {
+    let forced = std::env::var("GRAFO_CPU_LEVEL").is_ok_and(|v| v == "avx512");
+    let tiles = level() == Level::Avx512 && (forced || !double_pumped_avx512());
+    AVX512_TILES.store(if tiles { 2 } else { 1 }, Ordering::Relaxed);
+    tiles
+}
+
+/// Whether this is an AMD Zen 4 (family 0x19), whose AVX-512 runs on 256-bit units.
+fn double_pumped_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        // SAFETY: CPUID leaves 0 and 1 exist on every x86-64 CPU. (`__cpuid` is a safe
+        // function in newer Rust, an unsafe one in older: hence the allow.)
+        #[allow(unused_unsafe)]
+        let (vendor, sig) = unsafe { (__cpuid(0), __cpuid(1)) };
+        let amd = (vendor.ebx, vendor.edx, vendor.ecx) == (0x6874_7541, 0x6974_6e65, 0x444d_4163);
+        let base = (sig.eax >> 8) & 0xf;
+        let family = if base == 0xf {
+            base + ((sig.eax >> 20) & 0xff)
+        } else {
+            base
+        };
+        amd && family == 0x19
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// Defines `fn NAME(args) { body }` compiled three times (baseline, AVX2+FMA, AVX-512) and
 /// dispatched on [`level()`] at each call.
 ///

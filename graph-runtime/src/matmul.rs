@@ -1,7 +1,8 @@
 //! Batched matrix multiplication with a fused epilogue: row blocks of the output run in parallel, each GEMM'd single-threaded and then handed to the epilogue while still in cache.
 //!
 //! The GEMM core is our own packed GEMM for floats ([`packed`]: the BLIS loops around a
-//! 6x16 f32 / 6x8 f64 AVX2+FMA micro-kernel picked at run time, or a portable one; its
+//! 24x16 f32 / 24x8 f64 AVX-512 or a 6x16 / 6x8 AVX2+FMA micro-kernel picked at run time,
+//! or a portable one; its
 //! packing buffers come from a pool, so steady-state products allocate nothing) and a small
 //! blocked loop for integers. Parallelism is ours: the output rows of
 //! every batch are cut into blocks ([`block_plan`]), the blocks run on rayon, and each block
@@ -9,9 +10,9 @@
 //! activation touches the block while it is still in L2. Short, wide products also split
 //! each block into column panels that run in parallel before the block's epilogue.
 //!
-//! conv2d's f32 kernel lives here too ([`GemmElement::gemm_gather`]): a 6x16 AVX2+FMA
-//! micro-kernel whose left operand is gathered through an offset table, so input patches
-//! are read in place rather than copied.
+//! conv2d's f32 kernel lives here too ([`GemmElement::gemm_gather`]): the same AVX-512 or
+//! AVX2+FMA micro-kernels with their left operand gathered through an offset table, so
+//! input patches are read in place rather than copied.
 
 use rayon::prelude::*;
 
@@ -30,13 +31,21 @@ pub const MIN_BLOCK_MACS: usize = 1 << 18;
 /// take over its share.
 pub const BLOCKS_PER_THREAD: usize = 8;
 
-/// Block row counts are rounded up to a multiple of this: the AVX2 micro-kernel's row count
-/// (6), so that no block ends in a short tile except the last.
-pub const ROW_ALIGN: usize = 6;
+/// Block row counts are rounded up to a multiple of this: the row count of the micro-kernel
+/// this CPU runs (6 for the AVX2 tile, 24 for the AVX-512 one), so that no block ends in a
+/// short tile except the last.
+#[inline]
+pub fn row_align() -> usize {
+    if crate::cpu::avx512_tiles() {
+        24
+    } else {
+        6
+    }
+}
 
 /// A row block should be at least this tall: unless `b` was pre-packed for all blocks, the
 /// GEMM core packs the whole right operand for every call, and the block's rows amortise that
-/// copy; and each packed micro-panel of `b` serves `MIN_BLOCK_ROWS / 6` micro-kernel calls.
+/// copy; and each packed micro-panel of `b` serves `MIN_BLOCK_ROWS / MR` micro-kernel calls.
 pub const MIN_BLOCK_ROWS: usize = 60;
 
 /// When row blocks alone are too few to keep every thread busy, each is also split into
@@ -559,11 +568,13 @@ pub fn block_plan(m: usize, k: usize, n: usize, batch: usize) -> BlockPlan {
         .div_ceil(per_batch)
         .max(MIN_BLOCK_ROWS)
         .max(MIN_BLOCK_MACS.div_ceil(per_row));
-    let rows = (rows.div_ceil(ROW_ALIGN) * ROW_ALIGN).min(m.max(1));
-    // Column panels make up for missing row blocks, each still wide and heavy enough.
+    let align = row_align();
+    let rows = (rows.div_ceil(align) * align).min(m.max(1));
+    // Column panels make up for missing row blocks (only whole multiples of them: one row
+    // block short of the wanted count is no reason to split every block), each still wide
+    // and heavy enough.
     let block_macs = rows.saturating_mul(per_row);
-    let panels = per_batch
-        .div_ceil(m.div_ceil(rows).max(1))
+    let panels = (per_batch / m.div_ceil(rows).max(1))
         .min(n / MIN_PANEL_COLS)
         .min(block_macs / MIN_BLOCK_MACS)
         .max(1);
@@ -760,13 +771,16 @@ fn operand_len(batch: usize, stride: usize, matrix: usize) -> usize {
 /// - LOOP 2: micro-panels of `b` (`NR` columns);
 /// - LOOP 1: micro-panels of `a` (`MR` rows), one micro-kernel call per `MR x NR` tile.
 ///
-/// On x86 with AVX2+FMA the micro-kernel is the 6x16 (f32) or 6x8 (f64) register tile of
-/// [`avx2`], the one conv2d's gather GEMM also runs; elsewhere a portable 4x8 tile.
+/// On x86 with AVX-512 the micro-kernel is the 24x16 (f32) or 24x8 (f64) register tile of
+/// [`avx512`], with AVX2+FMA the 6x16 or 6x8 tile of [`avx2`] (conv2d's gather GEMM runs
+/// the same tiles); elsewhere a portable 4x8 tile. Both x86 tiles are one vector row of `b`
+/// wide, so `b` is packed the same way for either, and both keep the micro-panel of `b`
+/// (`KC x 16` f32, 16 KiB) in L1.
 mod packed {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, MutexGuard};
 
-    use crate::cpu::{level, Level};
+    use crate::cpu::{avx512_tiles, level, Level};
 
     /// Shared-dimension slice: a micro-panel of `b` (`KC x NR`) stays in L1.
     pub const KC: usize = 256;
@@ -787,8 +801,8 @@ mod packed {
         KC * NC + MC * KC + 2 * (ALIGN_BYTES / std::mem::size_of::<T>())
     }
 
-    // Whole micro-panels fit the blocks of every kernel (6 x 16, 6 x 8, 4 x 8).
-    const _: () = assert!(NC.is_multiple_of(16) && MC.is_multiple_of(12));
+    // Whole micro-panels fit the blocks of every kernel (24 x 16, 24 x 8, 6 x 16, 6 x 8, 4 x 8).
+    const _: () = assert!(NC.is_multiple_of(16) && MC.is_multiple_of(24));
 
     /// A float the packed GEMM handles: arithmetic plus a process-wide pool of packing buffers.
     pub trait PackElem:
@@ -880,6 +894,7 @@ mod packed {
     }
 
     /// Runs `f` on a packing buffer of [`pack_len`] elements borrowed from the pool.
+    #[inline(always)]
     fn with_pack<T: PackElem, R>(f: impl FnOnce(&mut [T]) -> R) -> R {
         let pool = T::pool();
         let popped = pool.free().pop();
@@ -890,9 +905,9 @@ mod packed {
     }
 
     /// Implements [`PackElem`] for a float type: its two buffer pools, and dispatch to the
-    /// AVX2+FMA micro-kernel `$avx2` or the portable tile.
+    /// AVX-512 micro-kernel `$avx512`, the AVX2+FMA one `$avx2` or the portable tile.
     macro_rules! pack_elem {
-        ($t:ty, $avx2:ty) => {
+        ($t:ty, $avx2:ty, $avx512:ty) => {
             impl PackElem for $t {
                 fn shared_pool() -> &'static Mutex<Vec<Vec<$t>>> {
                     static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
@@ -907,8 +922,11 @@ mod packed {
                 #[inline]
                 fn nr() -> usize {
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                    if level() >= Level::Avx2Fma {
-                        return <$avx2 as Kernel>::NR;
+                    {
+                        const _: () = assert!(<$avx2 as Kernel>::NR == <$avx512 as Kernel>::NR);
+                        if level() >= Level::Avx2Fma {
+                            return <$avx2 as Kernel>::NR;
+                        }
                     }
                     PNR
                 }
@@ -924,10 +942,49 @@ mod packed {
                     c: *mut $t,
                     ldc: usize,
                 ) {
+                    // The driver is compiled inside each kernel's instruction set, so the
+                    // micro-kernel and the packing loops inline into it.
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                    if level() >= Level::Avx2Fma {
+                    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+                    #[allow(clippy::too_many_arguments)]
+                    unsafe fn driver_avx512(
+                        m: usize,
+                        k: usize,
+                        n: usize,
+                        a: *const $t,
+                        lda: usize,
+                        b: BSrc<$t>,
+                        c: *mut $t,
+                        ldc: usize,
+                    ) {
+                        // SAFETY: forwarded contract.
+                        unsafe { driver_on::<$avx512>(m, k, n, a, lda, b, c, ldc) }
+                    }
+
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    #[target_feature(enable = "avx2,fma")]
+                    #[allow(clippy::too_many_arguments)]
+                    unsafe fn driver_avx2(
+                        m: usize,
+                        k: usize,
+                        n: usize,
+                        a: *const $t,
+                        lda: usize,
+                        b: BSrc<$t>,
+                        c: *mut $t,
+                        ldc: usize,
+                    ) {
+                        // SAFETY: forwarded contract.
+                        unsafe { driver_on::<$avx2>(m, k, n, a, lda, b, c, ldc) }
+                    }
+
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    if avx512_tiles() {
+                        // SAFETY: AVX-512 present; the caller vouches for the extents.
+                        return unsafe { driver_avx512(m, k, n, a, lda, b, c, ldc) };
+                    } else if level() >= Level::Avx2Fma {
                         // SAFETY: AVX2+FMA present; the caller vouches for the extents.
-                        return unsafe { driver_on::<$avx2>(m, k, n, a, lda, b, c, ldc) };
+                        return unsafe { driver_avx2(m, k, n, a, lda, b, c, ldc) };
                     }
                     // SAFETY: the caller vouches for the extents.
                     unsafe { driver_on::<Portable<$t>>(m, k, n, a, lda, b, c, ldc) }
@@ -936,8 +993,8 @@ mod packed {
         };
     }
 
-    pack_elem!(f32, avx2::F32x6x16);
-    pack_elem!(f64, avx2::F64x6x8);
+    pack_elem!(f32, avx2::F32x6x16, avx512::F32x24x16);
+    pack_elem!(f64, avx2::F64x6x8, avx512::F64x24x8);
     /// `c[m, n] = a[m, k] * b[k, n]` (row-major, row strides `lda`, `ldb`, `ldc`); `k > 0`.
     ///
     /// # Safety
@@ -1179,6 +1236,7 @@ mod packed {
     /// # Safety
     /// As for [`gemm`] / [`gemm_prepacked`].
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     unsafe fn driver_on<K: Kernel>(
         m: usize,
         k: usize,
@@ -1357,18 +1415,64 @@ mod packed {
         for (panel, i0) in (0..mc).step_by(mr).enumerate() {
             let h = mr.min(mc - i0);
             let out = &mut dst[panel * kc * mr..][..kc * mr];
-            for r in 0..mr {
-                if r < h {
-                    // SAFETY: row i0+r, columns 0..kc of the block are in bounds.
-                    let src = unsafe { std::slice::from_raw_parts(a.add((i0 + r) * lda), kc) };
-                    for (p, &v) in src.iter().enumerate() {
-                        out[p * mr + r] = v;
-                    }
-                } else {
-                    for p in 0..kc {
-                        out[p * mr + r] = T::default();
+            if h == mr {
+                // A whole panel: step by step, so the writes are contiguous.
+                // SAFETY: rows i0..i0+mr, columns 0..kc of the block are in bounds.
+                unsafe {
+                    match mr {
+                        6 => pack_a_panel::<T, 6>(kc, a.add(i0 * lda), lda, out),
+                        24 => pack_a_panel::<T, 24>(kc, a.add(i0 * lda), lda, out),
+                        _ => pack_a_panel_any(kc, mr, mr, a.add(i0 * lda), lda, out),
                     }
                 }
+            } else {
+                // SAFETY: rows i0..i0+h, columns 0..kc of the block are in bounds.
+                unsafe { pack_a_panel_any(kc, mr, h, a.add(i0 * lda), lda, out) }
+            }
+        }
+    }
+
+    /// Packs `MR` whole rows of `kc` at `a` (stride `lda`) into `out` as `p * MR + r`.
+    ///
+    /// # Safety
+    /// `a` is valid for `MR` rows of `kc` at stride `lda`; `out` holds `kc * MR`.
+    #[inline(always)]
+    unsafe fn pack_a_panel<T: PackElem, const MR: usize>(
+        kc: usize,
+        a: *const T,
+        lda: usize,
+        out: &mut [T],
+    ) {
+        // SAFETY: row r < MR, column p < kc is in bounds (the caller's contract).
+        let rows: [*const T; MR] = std::array::from_fn(|r| unsafe { a.add(r * lda) });
+        for (p, dst) in out.chunks_exact_mut(MR).take(kc).enumerate() {
+            for (d, row) in dst.iter_mut().zip(&rows) {
+                // SAFETY: as above.
+                *d = unsafe { *row.add(p) };
+            }
+        }
+    }
+
+    /// Packs the first `h` of `mr` rows (zeros for the rest) into `out` as `p * mr + r`.
+    ///
+    /// # Safety
+    /// `a` is valid for `h` rows of `kc` at stride `lda`; `out` holds `kc * mr`.
+    unsafe fn pack_a_panel_any<T: PackElem>(
+        kc: usize,
+        mr: usize,
+        h: usize,
+        a: *const T,
+        lda: usize,
+        out: &mut [T],
+    ) {
+        for (p, dst) in out.chunks_exact_mut(mr).take(kc).enumerate() {
+            for (r, d) in dst.iter_mut().enumerate() {
+                // SAFETY: row r < h, column p < kc is in bounds (the caller's contract).
+                *d = if r < h {
+                    unsafe { *a.add(r * lda + p) }
+                } else {
+                    T::default()
+                };
             }
         }
     }
@@ -1622,10 +1726,176 @@ mod packed {
         kernel_impl!(F32x6x16, f32, 16, tile_f32);
         kernel_impl!(F64x6x8, f64, 8, tile_f64);
     }
+    /// The AVX-512 register tiles: 24 rows by one vector (16 f32 or 8 f64 columns) is 24
+    /// accumulators, plus 1 for a row of `b` and the broadcasts: 26 of the 32 zmm registers.
+    ///
+    /// One vector wide like the AVX2 tiles, so `b` packs the same and its micro-panel stays
+    /// 16 KiB (L1); 24 rows load one vector of `b` per 24 FMAs (AVX2's 6 x 16 loads two per
+    /// 12). Column tails are stored through a mask, not a stack tile. Each output element is
+    /// the same chain of FMAs in the same order as in the AVX2 tiles, so both give the same bits.
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    pub mod avx512 {
+        #[cfg(target_arch = "x86")]
+        use std::arch::x86::*;
+        #[cfg(target_arch = "x86_64")]
+        use std::arch::x86_64::*;
+
+        use super::{row_ptrs, ASrc, Kernel, Packed, Rows};
+
+        /// Rows of the tile.
+        pub const MR: usize = 24;
+
+        /// Defines `$name::<R, A>(kc, a, b, ldb, c, ldc, mr, nr, accumulate)`: `c[..mr, ..nr]
+        /// (+)= a[R, kc] * b[kc, lanes]`, `a` read through `A`, row `p` of `b` at `b + p * ldb`.
+        macro_rules! tile_kernel {
+            ($name:ident, $t:ty, $lanes:expr, $mask:ty, $zero:ident, $load:ident, $store:ident, $maskz_load:ident, $mask_store:ident, $set1:ident, $fma:ident, $add:ident) => {
+                /// # Safety
+                /// AVX-512 F/VL/BW/DQ present; `a` and `b` valid for `kc` steps (all `R`
+                /// rows, one vector); `c` valid for `mr <= R` rows of `nr <= lanes` at stride `ldc`.
+                #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+                #[inline]
+                #[allow(clippy::too_many_arguments)]
+                pub unsafe fn $name<const R: usize, A: ASrc<$t>>(
+                    kc: usize,
+                    a: A,
+                    b: *const $t,
+                    ldb: usize,
+                    c: *mut $t,
+                    ldc: usize,
+                    mr: usize,
+                    nr: usize,
+                    accumulate: bool,
+                ) {
+                    let mut acc = [$zero(); R];
+                    for p in 0..kc {
+                        let bv = $load(b.add(p * ldb));
+                        for (r, acc_r) in acc.iter_mut().enumerate() {
+                            *acc_r = $fma($set1(*a.at(r, p)), bv, *acc_r);
+                        }
+                    }
+                    // Whole vectors, or the first `nr` lanes.
+                    let lanes: $mask = if nr >= $lanes {
+                        <$mask>::MAX
+                    } else {
+                        ((1u32 << nr) - 1) as $mask
+                    };
+                    for (r, &x) in acc.iter().enumerate().take(mr) {
+                        let dst = c.add(r * ldc);
+                        if lanes == <$mask>::MAX {
+                            let x = if accumulate { $add($load(dst), x) } else { x };
+                            $store(dst, x);
+                        } else {
+                            let x = if accumulate {
+                                $add($maskz_load(lanes, dst), x)
+                            } else {
+                                x
+                            };
+                            $mask_store(dst, lanes, x);
+                        }
+                    }
+                }
+            };
+        }
+
+        tile_kernel!(
+            tile_f32,
+            f32,
+            16,
+            __mmask16,
+            _mm512_setzero_ps,
+            _mm512_loadu_ps,
+            _mm512_storeu_ps,
+            _mm512_maskz_loadu_ps,
+            _mm512_mask_storeu_ps,
+            _mm512_set1_ps,
+            _mm512_fmadd_ps,
+            _mm512_add_ps
+        );
+        tile_kernel!(
+            tile_f64,
+            f64,
+            8,
+            __mmask8,
+            _mm512_setzero_pd,
+            _mm512_loadu_pd,
+            _mm512_storeu_pd,
+            _mm512_maskz_loadu_pd,
+            _mm512_mask_storeu_pd,
+            _mm512_set1_pd,
+            _mm512_fmadd_pd,
+            _mm512_add_pd
+        );
+
+        /// f32: 24 x 16.
+        pub struct F32x24x16;
+        /// f64: 24 x 8.
+        pub struct F64x24x8;
+
+        /// Implements [`Kernel`] for a tile type on its tile function.
+        macro_rules! kernel_impl {
+            ($k:ty, $t:ty, $nr:expr, $tile:ident) => {
+                impl Kernel for $k {
+                    type T = $t;
+                    const MR: usize = MR;
+                    const NR: usize = $nr;
+
+                    #[inline]
+                    unsafe fn packed(
+                        kc: usize,
+                        a: *const $t,
+                        b: *const $t,
+                        c: *mut $t,
+                        ldc: usize,
+                        mr: usize,
+                        nr: usize,
+                        accumulate: bool,
+                    ) {
+                        // SAFETY: forwarded contract; the dispatcher checked AVX-512.
+                        unsafe {
+                            $tile::<MR, _>(
+                                kc,
+                                Packed::<$t, MR>(a),
+                                b,
+                                $nr,
+                                c,
+                                ldc,
+                                mr,
+                                nr,
+                                accumulate,
+                            )
+                        }
+                    }
+
+                    #[inline]
+                    unsafe fn rows(
+                        kc: usize,
+                        a: *const $t,
+                        lda: usize,
+                        b: *const $t,
+                        c: *mut $t,
+                        ldc: usize,
+                        mr: usize,
+                        nr: usize,
+                        accumulate: bool,
+                    ) {
+                        // SAFETY: forwarded contract; the dispatcher checked AVX-512.
+                        unsafe {
+                            let a = Rows::<$t, MR>(row_ptrs(a, lda, mr));
+                            $tile::<MR, _>(kc, a, b, $nr, c, ldc, mr, nr, accumulate)
+                        }
+                    }
+                }
+            };
+        }
+
+        kernel_impl!(F32x24x16, f32, 16, tile_f32);
+        kernel_impl!(F64x24x8, f64, 8, tile_f64);
+    }
 }
 
-/// conv2d's f32 gather GEMM on the packed GEMM's AVX2+FMA micro-kernel ([`packed::avx2`]):
-/// the left operand is gathered through an offset table, `b` is read in place.
+/// conv2d's f32 gather GEMM on the packed GEMM's AVX-512 or AVX2+FMA micro-kernel
+/// ([`packed::avx512`], [`packed::avx2`]): the left operand is gathered through an offset
+/// table, `b` is read in place.
 mod gather_f32 {
     use crate::cpu::{level, Level};
 
@@ -1654,9 +1924,53 @@ mod gather_f32 {
             "gemm_gather: index out of range"
         );
         #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-        // SAFETY: `supported` checked AVX2+FMA; the assert above bounds every index.
+        // SAFETY: `supported` checked AVX2+FMA (and `avx512_tiles` AVX-512 for the AVX-512
+        // driver); the assert above bounds every index.
         unsafe {
-            driver(src, rows, cols, b, n, out)
+            if crate::cpu::avx512_tiles() {
+                driver_avx512(src, rows, cols, b, n, out)
+            } else {
+                driver(src, rows, cols, b, n, out)
+            }
+        }
+    }
+
+    /// As [`driver`] on the AVX-512 tile: column panels of 16 (a last one of 8 through a
+    /// mask), tiles of 24 rows.
+    ///
+    /// # Safety
+    /// AVX-512 present and every index in bounds (see `gemm_gather`).
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    unsafe fn driver_avx512(
+        src: &[f32],
+        rows: &[usize],
+        cols: &[usize],
+        b: &[f32],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        use super::packed::avx512::{tile_f32, MR};
+        use super::packed::Gather;
+        for j0 in (0..n).step_by(16) {
+            let nr = (n - j0).min(16);
+            let mut r0 = 0;
+            while r0 < rows.len() {
+                let mr = (rows.len() - r0).min(MR);
+                // A short tile repeats its last row; only `mr` rows are stored.
+                let a = Gather::<f32, MR> {
+                    rows: std::array::from_fn(|r| {
+                        // SAFETY: the index is below src.len() (asserted by the caller).
+                        unsafe { src.as_ptr().add(rows[r0 + r.min(mr - 1)]) }
+                    }),
+                    cols: cols.as_ptr(),
+                };
+                // SAFETY: as above; `out` holds rows.len() rows of n.
+                unsafe {
+                    let o = out.as_mut_ptr().add(r0 * n + j0);
+                    tile_f32::<MR, _>(cols.len(), a, b.as_ptr().add(j0), n, o, n, mr, nr, false);
+                }
+                r0 += mr;
+            }
         }
     }
 
