@@ -562,3 +562,30 @@ fn f64_host_values_beyond_f32_are_errors() {
         arr1(&[0.5 + usize::MAX as f64])
     );
 }
+
+/// A host parameter whose name comes from the macro's caller (`$s:ident`) is read with the
+/// caller's hygiene, in a host operand and in a host `if`.
+macro_rules! scaled_by {
+    ($name:ident, $s:ident, $flag:ident) => {
+        #[graph]
+        fn $name(x: Tensor<f32, N>, $s: f32, $flag: bool) -> Tensor<f32, N> {
+            if $flag {
+                x * $s
+            } else {
+                x - $s
+            }
+        }
+    };
+}
+
+scaled_by!(scaled_by_s, s, flag);
+
+#[test]
+fn host_parameters_named_by_the_macro_caller() {
+    let x = arr1(&[1.0f32, -2.0, 4.0]);
+    assert_eq!(scaled_by_s(&x, 3.0, true).unwrap(), x.mapv(|v| v * 3.0));
+    assert_eq!(
+        scaled_by_s::eager(&x, 3.0, false).unwrap(),
+        x.mapv(|v| v - 3.0)
+    );
+}

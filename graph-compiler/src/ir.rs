@@ -800,6 +800,9 @@ pub struct Graph {
     pub outputs: Vec<NodeId>,
     /// Effect nodes (asserts) of the main region, in program order.
     pub effects: Vec<NodeId>,
+    /// The host parameters' identifiers as written, for emitting a host read (`Op::Host`
+    /// keeps only the text) with the parameter's own span and hygiene.
+    pub host_idents: Vec<proc_macro2::Ident>,
 }
 
 impl Graph {

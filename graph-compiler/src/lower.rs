@@ -115,6 +115,7 @@ pub fn lower(
             }
             Param::Host(h) => {
                 let name = &h.name;
+                lw.graph.host_idents.push(name.clone());
                 lw.bind(
                     &name.to_string(),
                     Value::Host {

@@ -89,6 +89,28 @@ fn float_literal(x: f64, ty: TokenStream, finite: impl FnOnce() -> TokenStream) 
     }
 }
 
+/// `tokens` (a host expression read back from its text) with each name of a host parameter
+/// replaced by the parameter's own identifier, so it resolves with the parameter's hygiene
+/// (a name from a `macro_rules!` caller, `$s:ident`, is not visible under another span).
+fn with_host_idents(tokens: TokenStream, idents: &[Ident]) -> TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|tt| match tt {
+            TokenTree::Ident(i) => match idents.iter().find(|p| **p == i) {
+                Some(p) => TokenTree::Ident(p.clone()),
+                None => TokenTree::Ident(i),
+            },
+            TokenTree::Group(g) => {
+                let mut inner = Group::new(g.delimiter(), with_host_idents(g.stream(), idents));
+                inner.set_span(g.span());
+                TokenTree::Group(inner)
+            }
+            other => other,
+        })
+        .collect()
+}
+
 /// The scalar expression of one elementwise op over already-computed operand expressions.
 pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream {
     let node = graph.node(id);
@@ -107,6 +129,7 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
             let e: TokenStream = expr
                 .parse()
                 .unwrap_or_else(|_| quote!(compile_error!("bad host expression")));
+            let e = with_host_idents(e, &graph.host_idents);
             if dt == DType::Bool {
                 quote!((#e))
             } else {
