@@ -603,3 +603,129 @@ fn eager_pooling_errors() {
     let r = grafo::eager::max_pool2d(&x, [5, 5], [2, 2], SAME).unwrap();
     assert_eq!(r.shape(), &[1, 2, 2, 1]);
 }
+
+// ----- dilated and depthwise convolutions -----------------------------------------------------
+
+/// TF's `conv2d` with dilations / `depthwise_conv2d` written out: the taps `d` apart, the
+/// window spanning `(k - 1) * d + 1` for the SAME/VALID rule.
+fn ref_conv_general(
+    x: &ArrayD<f64>,
+    k: &ArrayD<f64>,
+    stride: usize,
+    d: [usize; 2],
+    same: bool,
+    depthwise: bool,
+) -> ArrayD<f64> {
+    let (n, h, w, c) = (x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]);
+    let (kh, kw, m) = (k.shape()[0], k.shape()[1], k.shape()[3]);
+    let axis = |len: usize, k: usize, d: usize| -> (usize, usize) {
+        let span = (k - 1) * d + 1;
+        if same {
+            let out = len.div_ceil(stride);
+            let total = ((out.max(1) - 1) * stride + span).saturating_sub(len);
+            (out, total / 2)
+        } else {
+            ((len - span) / stride + 1, 0)
+        }
+    };
+    let ((oh, pt), (ow, pl)) = (axis(h, kh, d[0]), axis(w, kw, d[1]));
+    let f = if depthwise { c * m } else { m };
+    ArrayD::from_shape_fn(IxDyn(&[n, oh, ow, f]), |ix| {
+        let mut acc = 0.0;
+        for di in 0..kh {
+            for dj in 0..kw {
+                let y = (ix[1] * stride + di * d[0]) as isize - pt as isize;
+                let xx = (ix[2] * stride + dj * d[1]) as isize - pl as isize;
+                if y < 0 || xx < 0 || y as usize >= h || xx as usize >= w {
+                    continue;
+                }
+                let (y, xx) = (y as usize, xx as usize);
+                if depthwise {
+                    let (ch, mm) = (ix[3] / m, ix[3] % m);
+                    acc += x[[ix[0], y, xx, ch]] * k[[di, dj, ch, mm]];
+                } else {
+                    for ch in 0..c {
+                        acc += x[[ix[0], y, xx, ch]] * k[[di, dj, ch, ix[3]]];
+                    }
+                }
+            }
+        }
+        acc
+    })
+}
+
+#[graph]
+fn convs_general(
+    x: Tensor<f32, N, 9, 11, 3>,
+    k: Tensor<f32, 3, 2, 3, 4>,
+    dk: Tensor<f32, 3, 3, 3, 2>,
+    bias: Tensor<f32, 6>,
+) -> (
+    Tensor<f32, N, 9, 11, 4>,
+    Tensor<f32, N, 3, 9, 4>,
+    Tensor<f32, N, 5, 6, 4>,
+    Tensor<f32, N, 9, 11, 6>,
+    Tensor<f32, N, 4, 5, 6>,
+    Tensor<f32, N, 5, 7, 6>,
+) {
+    (
+        conv2d(x, k, 1, SAME, 2),
+        conv2d(x, k, 1, VALID, [3, 2]),
+        conv2d(x, k, 2, SAME, [1, 1, 3, 1]),
+        relu(depthwise_conv2d(x, dk, 1, SAME) + bias),
+        depthwise_conv2d(x, dk, 2, VALID),
+        depthwise_conv2d(x, dk, 1, VALID, 2),
+    )
+}
+
+#[test]
+fn dilated_and_depthwise_conv() {
+    for n in [1usize, 2, 0] {
+        let x = rand_arr(50 + n as u64, Ix4(n, 9, 11, 3), -1.0, 1.0);
+        let k = rand_arr(51, Ix4(3, 2, 3, 4), -1.0, 1.0);
+        let dk = rand_arr(52, Ix4(3, 3, 3, 2), -1.0, 1.0);
+        let bias = rand_arr(53, grafo::ndarray::Ix1(6), -0.5, 0.5);
+        let (xd, kd, dkd, bd) = (to_f64(&x), to_f64(&k), to_f64(&dk), to_f64(&bias));
+        let dw = ref_conv_general(&xd, &dkd, 1, [1, 1], true, true);
+        let want = [
+            ref_conv_general(&xd, &kd, 1, [2, 2], true, false),
+            ref_conv_general(&xd, &kd, 1, [3, 2], false, false),
+            ref_conv_general(&xd, &kd, 2, [1, 3], true, false),
+            ArrayD::from_shape_fn(dw.raw_dim(), |ix| (dw[&ix] + bd[[ix[3]]]).max(0.0)),
+            ref_conv_general(&xd, &dkd, 2, [1, 1], false, true),
+            ref_conv_general(&xd, &dkd, 1, [2, 2], false, true),
+        ];
+        let names = [
+            "conv d=2 SAME",
+            "conv d=[3,2] VALID",
+            "conv s=2 d=[1,3] SAME",
+            "relu(depthwise SAME + b)",
+            "depthwise s=2 VALID",
+            "depthwise d=2 VALID",
+        ];
+        let r = runs!(convs_general(&x, &k, &dk, &bias));
+        let eager = &r[1].1;
+        for (how, got) in &r {
+            let got = [&got.0, &got.1, &got.2, &got.3, &got.4, &got.5];
+            let e = [&eager.0, &eager.1, &eager.2, &eager.3, &eager.4, &eager.5];
+            for i in 0..6 {
+                let what = format!("{} n={n} {how}", names[i]);
+                assert_close(&what, got[i], &want[i]);
+                assert_exact(&format!("{what} == eager"), got[i], &to_f64(e[i]));
+            }
+        }
+    }
+}
+
+#[test]
+fn eager_conv_general_errors() {
+    let x = grafo::ndarray::Array4::<f32>::zeros((1, 4, 4, 3));
+    let k = grafo::ndarray::Array4::<f32>::zeros((3, 3, 2, 1));
+    let e = grafo::eager::depthwise_conv2d(&x, &k, 1, SAME, [1, 1]).unwrap_err();
+    assert!(e.to_string().contains("channels differ"), "{e}");
+    let k = grafo::ndarray::Array4::<f32>::zeros((3, 3, 3, 1));
+    let e = grafo::eager::conv2d_dilated(&x, &k, 1, VALID, [2, 2]).unwrap_err();
+    assert!(e.to_string().contains("larger than the input"), "{e}");
+    let e = grafo::eager::conv2d_dilated(&x, &k, 1, SAME, [0, 1]).unwrap_err();
+    assert!(e.to_string().contains("at least 1"), "{e}");
+}

@@ -239,8 +239,10 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             let leaves = tree_leaves(graph, NodeId(i), &materialised);
             let anchor = leaves.iter().copied().find(|&l| {
                 let ln = graph.node(l);
-                matches!(ln.op, Op::MatMul { .. } | Op::Conv2d { .. })
-                    && uses[l.0] == 1
+                matches!(
+                    ln.op,
+                    Op::MatMul { .. } | Op::Conv2d { .. } | Op::ConvGeneral { .. }
+                ) && uses[l.0] == 1
                     && !pinned[l.0]
                     && ln.region == node.region
                     && ln.shape == node.shape
@@ -354,7 +356,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                 group.kind = GroupKind::MatMul;
                 group.nodes = vec![id];
             }
-            Op::Conv2d { .. } => {
+            Op::Conv2d { .. } | Op::ConvGeneral { .. } => {
                 group.kind = GroupKind::Conv2d;
                 group.nodes = vec![id];
             }

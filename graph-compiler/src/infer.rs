@@ -280,6 +280,92 @@ pub fn conv2d(x: (DType, &[Dim]), k: (DType, &[Dim]), stride: usize, padding: Pa
     Ok((dt, shape))
 }
 
+/// `conv2d` with dilations and `depthwise_conv2d`: NHWC input, `[KH, KW, C, F]` kernel
+/// (`[KH, KW, C, M]` per channel when depthwise, giving `C*M` channels); the window spans
+/// `(k - 1) * dilation + 1` pixels for TF's SAME and VALID rules.
+pub fn conv_general(
+    x: (DType, &[Dim]),
+    k: (DType, &[Dim]),
+    stride: usize,
+    dilation: [usize; 2],
+    padding: Padding,
+    depthwise: bool,
+) -> Inferred {
+    let op = if depthwise {
+        "depthwise_conv2d"
+    } else {
+        "conv2d"
+    };
+    let dt = same_dtype(op, x.0, k.0, x.1, k.1)?;
+    if !dt.is_float() {
+        return Err(format!(
+            "`{op}` needs float tensors, found {}",
+            type_str(x.0, x.1)
+        ));
+    }
+    let (sx, sk) = (x.1, k.1);
+    if sx.len() != 4 {
+        return Err(format!(
+            "`{op}` input must be rank 4 (NHWC), found {}",
+            shape_str(sx)
+        ));
+    }
+    if sk.len() != 4 {
+        let layout = if depthwise { "[KH, KW, C, M]" } else { "HWIO" };
+        return Err(format!(
+            "`{op}` kernel must be rank 4 ({layout}), found {}",
+            shape_str(sk)
+        ));
+    }
+    if sx[3] != sk[2] {
+        return Err(format!(
+            "`{op}` channels differ: input is {}, kernel is {} (input axis 3 is {}, kernel axis 2 is {})",
+            shape_str(sx),
+            shape_str(sk),
+            sx[3],
+            sk[2]
+        ));
+    }
+    let mut shape = vec![sx[0].clone()];
+    for axis in 1..3 {
+        let d = &sx[axis];
+        let s = stride as u64;
+        let out = match (padding, d, &sk[axis - 1]) {
+            (Padding::Same, d, _) if s == 1 => d.clone(),
+            (Padding::Same, Dim::Const(n), _) => Dim::Const(n.div_ceil(s)),
+            (Padding::Valid, Dim::Const(n), Dim::Const(kn)) => {
+                let span = kn.saturating_sub(1).saturating_mul(dilation[axis - 1] as u64) + 1;
+                if span > *n {
+                    return Err(format!(
+                        "`{op}` VALID window is larger than the input: input is {}, kernel is {}, dilations {dilation:?} (axis {axis} spans {span})",
+                        shape_str(sx),
+                        shape_str(sk)
+                    ));
+                }
+                Dim::Const((n - span) / s + 1)
+            }
+            _ => {
+                return Err(format!(
+                    "`{op}` with {} padding and stride {stride} needs static spatial dims: input is {}, kernel is {} (axis {axis})",
+                    if padding == Padding::Same { "SAME" } else { "VALID" },
+                    shape_str(sx),
+                    shape_str(sk)
+                ))
+            }
+        };
+        shape.push(out);
+    }
+    let channels = if depthwise {
+        sk[2]
+            .times(&sk[3])
+            .ok_or_else(|| format!("`{op}` output channels overflow 64 bits"))?
+    } else {
+        sk[3].clone()
+    };
+    shape.push(channels);
+    Ok((dt, shape))
+}
+
 /// `max_pool2d` / `avg_pool2d`: NHWC input, TF's output size (`SAME`: `ceil(in / stride)`;
 /// `VALID`: `(in - k) / stride + 1`, the window must fit). Max takes numbers, avg floats.
 pub fn pool2d(

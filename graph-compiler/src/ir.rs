@@ -537,6 +537,14 @@ pub enum Op {
         padding: Padding,
     },
     BiasAdd,
+    /// `conv2d` with dilations other than 1, and `depthwise_conv2d` (kernel `[KH, KW, C, M]`,
+    /// output channel `c * M + m`): the direct kernel of the runtime's `conv_general.rs`.
+    ConvGeneral {
+        stride: usize,
+        dilation: [usize; 2],
+        padding: Padding,
+        depthwise: bool,
+    },
     /// `max_pool2d` / `avg_pool2d` over an NHWC tensor (window and strides as rows, columns).
     Pool {
         kind: PoolKind,
@@ -581,6 +589,12 @@ impl Op {
             Op::Reshape => "reshape".into(),
             Op::Conv2d { .. } => "conv2d".into(),
             Op::Pool { kind, .. } => kind.name().into(),
+            Op::ConvGeneral {
+                depthwise: false, ..
+            } => "conv2d".into(),
+            Op::ConvGeneral {
+                depthwise: true, ..
+            } => "depthwise_conv2d".into(),
             Op::BiasAdd => "bias_add".into(),
             Op::Softmax { log: false, .. } => "softmax".into(),
             Op::Softmax { log: true, .. } => "log_softmax".into(),

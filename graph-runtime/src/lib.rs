@@ -2,6 +2,7 @@
 
 pub mod compiled;
 pub mod conv;
+pub mod conv_general;
 pub mod cpu;
 pub mod dot;
 pub mod dtype;

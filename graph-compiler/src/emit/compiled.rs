@@ -1204,6 +1204,31 @@ impl<'a> Emitter<'a> {
                     ::grafo::__private::conv::conv2d_into(#sa, #xs, #sb, #ks, #stride, #pad, &mut #vid[..], #call_epi);
                 }
             }
+            Op::ConvGeneral {
+                stride,
+                dilation: [dh, dw],
+                padding,
+                depthwise,
+            } => {
+                let xs = shape_expr(&shape_a);
+                let ks = shape_expr(&shape_b);
+                let pad = match padding {
+                    Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+                    Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+                };
+                let call_epi = match &epilogue {
+                    Some((kn, args)) => {
+                        quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) })
+                    }
+                    None => quote!(|_: usize, _: &mut [#et]| {}),
+                };
+                quote! {
+                    #alloc
+                    #pre
+                    let __conv = ::grafo::__private::conv_general::ConvGeneral { stride: #stride, dilation: [#dh, #dw], padding: #pad, depthwise: #depthwise };
+                    ::grafo::__private::conv_general::conv_general_into(#sa, #xs, #sb, #ks, __conv, &mut #vid[..], #call_epi);
+                }
+            }
             _ => quote!(compile_error!(
                 "internal: linalg group without matmul or conv2d"
             )),

@@ -103,6 +103,16 @@ pub fn body(
                 ("padding".into(), format!("{padding:?}").to_uppercase()),
             ],
             Op::Softmax { axis, .. } => vec![("axis".into(), axis.to_string())],
+            Op::ConvGeneral {
+                stride,
+                dilation,
+                padding,
+                ..
+            } => vec![
+                ("stride".into(), stride.to_string()),
+                ("dilations".into(), format!("{dilation:?}")),
+                ("padding".into(), format!("{padding:?}").to_uppercase()),
+            ],
             Op::Pool {
                 ksize,
                 strides,

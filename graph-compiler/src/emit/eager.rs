@@ -154,6 +154,24 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             };
             quote!(#ev::conv2d(#x, #k, #stride, #pad)?)
         }
+        Op::ConvGeneral {
+            stride,
+            dilation: [dh, dw],
+            padding,
+            depthwise,
+        } => {
+            let (x, k) = (&ins[0], &ins[1]);
+            let pad = match padding {
+                Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+                Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+            };
+            let f = if *depthwise {
+                format_ident!("depthwise_conv2d")
+            } else {
+                format_ident!("conv2d_dilated")
+            };
+            quote!(#ev::#f(#x, #k, #stride, #pad, [#dh, #dw])?)
+        }
         Op::Pool {
             kind,
             ksize,

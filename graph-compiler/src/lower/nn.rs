@@ -1,6 +1,8 @@
 //! Lowering of the pooling ops, `max_pool2d(x, ksize, strides, padding)` and
-//! `avg_pool2d(...)`, with TensorFlow's argument forms: a window or stride is an integer
-//! (`2`), a list `[rows, columns]`, or TF's 4-list `[1, rows, columns, 1]`.
+//! `avg_pool2d(...)`, of `conv2d(x, k, stride, padding, dilations)` and of
+//! `depthwise_conv2d(x, k, stride, padding [, dilations])`, with TensorFlow's argument forms:
+//! a window, stride or dilation is an integer (`2`), a list `[rows, columns]`, or TF's
+//! 4-list `[1, rows, columns, 1]`.
 
 use super::{Lowerer, Span, Value};
 use crate::infer;
@@ -13,6 +15,8 @@ impl Lowerer<'_> {
         let kind = match name {
             "max_pool2d" => PoolKind::Max,
             "avg_pool2d" => PoolKind::Avg,
+            "conv2d" if args.len() == 5 => return Some(self.conv_general(name, args, span)),
+            "depthwise_conv2d" => return Some(self.conv_general(name, args, span)),
             _ => return None,
         };
         if args.len() != 4 {
@@ -28,7 +32,84 @@ impl Lowerer<'_> {
         let x = self.operand(args[0]);
         let ksize = self.window_pair(name, "window size", args[1]);
         let strides = self.window_pair(name, "stride", args[2]);
-        let padding = match args[3] {
+        let padding = self.padding_arg(name, args[3]);
+        let (Some(ksize), Some(strides), Some(padding)) = (ksize, strides, padding) else {
+            return Some(Value::Tensor(self.poisoned(span)));
+        };
+        let n = self.graph.node(x).clone();
+        let r = infer::pool2d(kind, (n.dtype, &n.shape), ksize, strides, padding);
+        let op = Op::Pool {
+            kind,
+            ksize,
+            strides,
+            padding,
+        };
+        Some(Value::Tensor(self.typed(op, vec![x], r, span)))
+    }
+
+    /// `conv2d` with a fifth argument (the dilations) or `depthwise_conv2d`.
+    fn conv_general(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
+        let depthwise = name == "depthwise_conv2d";
+        if !(4..=5).contains(&args.len()) {
+            self.diag.error(
+                span,
+                format!(
+                    "`{name}` takes an NHWC input, a kernel, a stride, `SAME` or `VALID` and optionally the dilations (`{name}(x, k, 1, SAME, 2)`); found {} argument(s)",
+                    args.len()
+                ),
+            );
+            return Value::Tensor(self.poisoned(span));
+        }
+        let (x, k) = (self.operand(args[0]), self.operand(args[1]));
+        let stride = match self.literal_int(args[2]) {
+            Some(s) if s >= 1 => Some(s as usize),
+            _ => {
+                self.diag.error(
+                    args[2].span(),
+                    format!("`{name}` stride must be a positive integer literal"),
+                );
+                None
+            }
+        };
+        let padding = self.padding_arg(name, args[3]);
+        let dilation = match args.get(4) {
+            Some(e) => self.window_pair(name, "dilation", e),
+            None => Some([1, 1]),
+        };
+        let (Some(stride), Some(padding), Some(dilation)) = (stride, padding, dilation) else {
+            return Value::Tensor(self.poisoned(span));
+        };
+        let (nx, nk) = (self.graph.node(x).clone(), self.graph.node(k).clone());
+        if !depthwise && dilation == [1, 1] {
+            // A plain convolution: conv.rs's im2col/GEMM path.
+            let r = infer::conv2d(
+                (nx.dtype, &nx.shape),
+                (nk.dtype, &nk.shape),
+                stride,
+                padding,
+            );
+            return Value::Tensor(self.typed(Op::Conv2d { stride, padding }, vec![x, k], r, span));
+        }
+        let r = infer::conv_general(
+            (nx.dtype, &nx.shape),
+            (nk.dtype, &nk.shape),
+            stride,
+            dilation,
+            padding,
+            depthwise,
+        );
+        let op = Op::ConvGeneral {
+            stride,
+            dilation,
+            padding,
+            depthwise,
+        };
+        Value::Tensor(self.typed(op, vec![x, k], r, span))
+    }
+
+    /// `SAME` or `VALID` (or TF's strings `"SAME"` / `"VALID"`); reports the error.
+    fn padding_arg(&mut self, name: &str, e: &Expr) -> Option<Padding> {
+        match super::unwrapped(e) {
             Expr::Path(p) if p.path.is_ident("SAME") => Some(Padding::Same),
             Expr::Path(p) if p.path.is_ident("VALID") => Some(Padding::Valid),
             Expr::Lit(syn::ExprLit {
@@ -46,19 +127,7 @@ impl Lowerer<'_> {
                 );
                 None
             }
-        };
-        let (Some(ksize), Some(strides), Some(padding)) = (ksize, strides, padding) else {
-            return Some(Value::Tensor(self.poisoned(span)));
-        };
-        let n = self.graph.node(x).clone();
-        let r = infer::pool2d(kind, (n.dtype, &n.shape), ksize, strides, padding);
-        let op = Op::Pool {
-            kind,
-            ksize,
-            strides,
-            padding,
-        };
-        Some(Value::Tensor(self.typed(op, vec![x], r, span)))
+        }
     }
 
     /// A window size or stride: `k` (both axes), `[rows, columns]`, or `[1, rows, columns, 1]`
@@ -77,7 +146,7 @@ impl Lowerer<'_> {
             };
         }
         let form = "an integer literal, `[rows, columns]` or `[1, rows, columns, 1]`";
-        let Expr::Array(a) = e else {
+        let Expr::Array(a) = super::unwrapped(e) else {
             return bad(self, e, form);
         };
         let mut vals = Vec::new();

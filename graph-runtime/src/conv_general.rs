@@ -1,0 +1,253 @@
+//! `conv2d` with `dilations` and `depthwise_conv2d` on NHWC tensors with TensorFlow's semantics: a direct kernel (compiled graphs and the eager ops), apart from conv.rs's im2col/GEMM path for plain convolutions.
+//!
+//! A dilation `d` spaces the kernel's taps `d` apart, so the window spans
+//! `(k - 1) * d + 1` input pixels; SAME and VALID sizes and padding use that span exactly as
+//! TF does (`SAME`: `ceil(in / stride)` outputs, `pad_total = max((out - 1) * stride + span -
+//! in, 0)`, `pad_total / 2` before; `VALID`: `(in - span) / stride + 1`). A depthwise kernel
+//! `[KH, KW, C, M]` convolves each input channel `c` with its own `M` filters: output
+//! channel `c * M + m` (TF's layout). Each output pixel sums its taps in row-major order
+//! (rows, columns, input channels), so the result does not depend on the thread count.
+
+use ndarray::ArrayD;
+
+use crate::conv::Padding;
+use crate::dtype::Numeric;
+use crate::eager::IntoView;
+use crate::error::Error;
+use crate::parallel::for_each_chunk;
+
+/// The parameters of a dilated or depthwise convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConvGeneral {
+    pub stride: usize,
+    /// Spacing of the kernel taps along rows and columns (1 is a plain convolution).
+    pub dilation: [usize; 2],
+    pub padding: Padding,
+    /// `k` is `[KH, KW, C, M]` applied per channel (output `C * M` channels).
+    pub depthwise: bool,
+}
+
+impl ConvGeneral {
+    fn name(&self) -> &'static str {
+        if self.depthwise {
+            "depthwise_conv2d"
+        } else {
+            "conv2d"
+        }
+    }
+}
+
+/// Output size and padding before along one axis of size `len`, for `k` taps `d` apart, or
+/// `None` when a VALID window does not fit (or a size is zero).
+pub fn out_and_pad(
+    len: usize,
+    k: usize,
+    d: usize,
+    stride: usize,
+    padding: Padding,
+) -> Option<(usize, usize)> {
+    if k == 0 || d == 0 || stride == 0 {
+        return None;
+    }
+    let span = (k - 1).checked_mul(d)?.checked_add(1)?;
+    match padding {
+        Padding::Same => {
+            let out = len.div_ceil(stride);
+            let total = (out.saturating_sub(1) * stride + span).saturating_sub(len);
+            Some((out, total / 2))
+        }
+        Padding::Valid => (span <= len).then(|| ((len - span) / stride + 1, 0)),
+    }
+}
+
+/// The output shape, or the error the eager ops return.
+pub fn output_shape(sx: &[usize], sk: &[usize], p: ConvGeneral) -> Result<[usize; 4], Error> {
+    let op = p.name();
+    if sx.len() != 4 || sk.len() != 4 {
+        return Err(Error::shape(
+            op,
+            "the input must be rank 4 [N, H, W, C] and the kernel rank 4 [KH, KW, C, F]",
+            sx,
+            sk,
+            None,
+        ));
+    }
+    if sx[3] != sk[2] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "input channels differ: axis 3 of the input is {} but axis 2 of the kernel is {}",
+                sx[3], sk[2]
+            ),
+            sx,
+            sk,
+            Some(3),
+        ));
+    }
+    if p.stride == 0 || p.dilation.contains(&0) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "stride and dilations must be at least 1, found stride {} and dilations {:?}",
+                p.stride, p.dilation
+            ),
+        ));
+    }
+    let mut out = [sx[0], 0, 0, 0];
+    for axis in 0..2 {
+        match out_and_pad(
+            sx[axis + 1],
+            sk[axis],
+            p.dilation[axis],
+            p.stride,
+            p.padding,
+        ) {
+            Some((o, _)) => out[axis + 1] = o,
+            None => {
+                return Err(Error::shape(
+                    op,
+                    format!(
+                        "the VALID window (kernel {} with dilation {}) is larger than the input",
+                        sk[axis], p.dilation[axis]
+                    ),
+                    sx,
+                    sk,
+                    Some(axis + 1),
+                ))
+            }
+        }
+    }
+    out[3] = if p.depthwise { sk[2] * sk[3] } else { sk[3] };
+    Ok(out)
+}
+
+/// `out = conv(x, k)` (`x` `[N, H, W, C]`, `k` `[KH, KW, C, F]`, both row-major), then
+/// `epilogue(first_pixel, block)` on each finished block of output pixels, as
+/// [`crate::conv::conv2d_into`] does; pixels in parallel.
+///
+/// Panics if the shapes disagree or a slice is too short (the callers check first).
+#[allow(clippy::too_many_arguments)]
+pub fn conv_general_into<T: Numeric, E>(
+    x: &[T],
+    x_shape: [usize; 4],
+    k: &[T],
+    k_shape: [usize; 4],
+    p: ConvGeneral,
+    out: &mut [T],
+    epilogue: E,
+) where
+    E: Fn(usize, &mut [T]) + Sync,
+{
+    let [n, h, w, c] = x_shape;
+    let [kh, kw, kc, m] = k_shape;
+    assert_eq!(c, kc, "conv channels");
+    let (oh, pt) =
+        out_and_pad(h, kh, p.dilation[0], p.stride, p.padding).expect("conv window fits");
+    let (ow, pl) =
+        out_and_pad(w, kw, p.dilation[1], p.stride, p.padding).expect("conv window fits");
+    let f = if p.depthwise { c * m } else { m };
+    assert!(x.len() >= n * h * w * c && k.len() >= kh * kw * c * m);
+    let out = &mut out[..n * oh * ow * f];
+    let [dh, dw] = p.dilation;
+    let s = p.stride;
+    for_each_chunk(out, f.max(1), kh * kw * c * m.max(1), |first, chunk| {
+        if f == 0 {
+            return;
+        }
+        for (q, pix) in chunk.chunks_mut(f).enumerate() {
+            let flat = first + q;
+            let (b, rest) = (flat / (oh * ow), flat % (oh * ow));
+            let (i, j) = (rest / ow, rest % ow);
+            pix.fill(T::ZERO);
+            for di in 0..kh {
+                let y = (i * s + di * dh) as isize - pt as isize;
+                if y < 0 || y >= h as isize {
+                    continue;
+                }
+                for dj in 0..kw {
+                    let xx = (j * s + dj * dw) as isize - pl as isize;
+                    if xx < 0 || xx >= w as isize {
+                        continue;
+                    }
+                    let src = &x[((b * h + y as usize) * w + xx as usize) * c..][..c];
+                    let taps = &k[(di * kw + dj) * c * m..][..c * m];
+                    if p.depthwise {
+                        // Output channel ch * m + mm reads input channel ch.
+                        for (ch, &v) in src.iter().enumerate() {
+                            let o = &mut pix[ch * m..(ch + 1) * m];
+                            for (acc, &t) in o.iter_mut().zip(&taps[ch * m..(ch + 1) * m]) {
+                                *acc = acc.add(v.mul(t));
+                            }
+                        }
+                    } else {
+                        for (ch, &v) in src.iter().enumerate() {
+                            for (acc, &t) in pix.iter_mut().zip(&taps[ch * m..(ch + 1) * m]) {
+                                *acc = acc.add(v.mul(t));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        epilogue(first, chunk);
+    });
+}
+
+fn conv_eager<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    p: ConvGeneral,
+) -> Result<ArrayD<T>, Error> {
+    let (x, k) = (x.into_view(), k.into_view());
+    let shape = output_shape(x.shape(), k.shape(), p)?;
+    let (xs, ks) = (x.as_standard_layout(), k.as_standard_layout());
+    let four = |s: &[usize]| [s[0], s[1], s[2], s[3]];
+    let mut out = vec![T::ZERO; shape.iter().product()];
+    conv_general_into(
+        xs.as_slice().expect("standard layout"),
+        four(x.shape()),
+        ks.as_slice().expect("standard layout"),
+        four(k.shape()),
+        p,
+        &mut out,
+        |_, _| {},
+    );
+    Ok(ArrayD::from_shape_vec(ndarray::IxDyn(&shape), out)
+        .expect("the kernel filled exactly the output's elements"))
+}
+
+/// `conv2d(x, k, stride, padding, dilations)`: TF's `tf.nn.conv2d` with `dilations`
+/// (`[rows, columns]`), NHWC input, HWIO kernel.
+pub fn conv2d_dilated<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: false,
+    };
+    conv_eager(x, k, p)
+}
+
+/// `depthwise_conv2d(x, k, stride, padding [, dilations])`: TF's `tf.nn.depthwise_conv2d`,
+/// NHWC input, `[KH, KW, C, M]` kernel, output channel `c * M + m`.
+pub fn depthwise_conv2d<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: true,
+    };
+    conv_eager(x, k, p)
+}
