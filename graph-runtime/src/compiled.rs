@@ -190,7 +190,9 @@ pub fn view_of<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayView<'a, T,
 /// A fresh zero-initialised buffer for a result.
 #[inline]
 pub fn fresh<T: Element>(len: usize) -> Vec<T> {
-    vec![T::default(); len]
+    let v = vec![T::default(); len];
+    crate::pages::advise_huge(&v);
+    v
 }
 
 /// Maximum rank for broadcast offsets.

@@ -39,6 +39,7 @@ pub trait SlotElement: Element {
 #[allow(clippy::uninit_vec)]
 fn numbers_for_overwrite<T: Copy>(len: usize) -> Vec<T> {
     let mut v = Vec::with_capacity(len);
+    crate::pages::advise_huge(&v);
     // SAFETY: `T` is one of f32, f64, i32, i64, for which any bit pattern is a value; the
     // capacity is `len`; the kernel that receives the buffer writes every element before
     // any element is read (the buffer plan hands a buffer only to the group that writes it).

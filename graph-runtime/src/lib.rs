@@ -15,6 +15,7 @@ pub mod layout;
 pub mod math;
 pub mod matmul;
 pub mod matmul_nd;
+pub mod pages;
 pub mod parallel;
 pub mod pool;
 pub mod profile;
