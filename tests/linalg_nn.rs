@@ -729,3 +729,82 @@ fn eager_conv_general_errors() {
     let e = grafo::eager::conv2d_dilated(&x, &k, 1, SAME, [0, 1]).unwrap_err();
     assert!(e.to_string().contains("at least 1"), "{e}");
 }
+
+// ----- a transformer attention block, as a user writes it -------------------------------------
+
+/// Multi-head self-attention with a symbolic batch, four heads of 16: the heads are split
+/// with reshape/transpose, scored with a 4-D matmul against `k` read transposed in place,
+/// and merged back through the product dim `B*4` into `[B, 6, 64]`.
+#[graph]
+fn attention(
+    x: Tensor<f32, B, 6, 64>,
+    wq: Tensor<f32, 64, 64>,
+    wk: Tensor<f32, 64, 64>,
+    wv: Tensor<f32, 64, 64>,
+) -> Tensor<f32, B, 6, 64> {
+    let q = transpose(reshape(matmul(x, wq), [B, 6, 4, 16]), [0, 2, 1, 3]);
+    let k = transpose(reshape(matmul(x, wk), [B, 6, 4, 16]), [0, 2, 1, 3]);
+    let v = transpose(reshape(matmul(x, wv), [B, 6, 4, 16]), [0, 2, 1, 3]);
+    let scores = softmax(matmul(q, transpose(k, [0, 1, 3, 2])) * 0.25, -1);
+    let heads = reshape(matmul(scores, v), [B * 4, 6, 16]);
+    let merged = transpose(reshape(heads, [B, 4, 6, 16]), [0, 2, 1, 3]);
+    reshape(merged, [B, 6, -1])
+}
+
+#[test]
+fn attention_block() {
+    for b in [1usize, 3, 0] {
+        let x = rand_arr(60, Ix3(b, 6, 64), -1.0, 1.0);
+        let w: Vec<_> = (0..3)
+            .map(|i| rand_arr(61 + i, Ix2(64, 64), -0.2, 0.2))
+            .collect();
+        let xd = to_f64(&x);
+        let proj = |w: &grafo::ndarray::Array2<f32>| {
+            let p = ref_matmul_nd(&xd, &to_f64(w));
+            ref_transpose(&reshaped(&p, &[b, 6, 4, 16]), &[0, 2, 1, 3])
+        };
+        let (q, k, v) = (proj(&w[0]), proj(&w[1]), proj(&w[2]));
+        let s = ref_matmul_nd(&q, &ref_transpose(&k, &[0, 1, 3, 2])).mapv(|v| v * 0.25);
+        let s = ref_softmax(&s, 3, false);
+        let o = ref_transpose(&ref_matmul_nd(&s, &v), &[0, 2, 1, 3]);
+        let want = reshaped(&o, &[b, 6, 64]);
+        let r = runs!(attention(&x, &w[0], &w[1], &w[2]));
+        let eager = to_f64(&r[1].1);
+        for (how, got) in &r {
+            assert_close(&format!("attention b={b} {how}"), got, &want);
+            assert_exact(&format!("attention b={b} {how} == eager"), got, &eager);
+        }
+    }
+}
+
+/// A `#[graph] mod` callee whose symbol is bound to a product dim at the call (`R` is
+/// `B*4`), the layer norm of the heads.
+#[graph]
+mod heads {
+    pub fn row_norm(x: Tensor<f32, R, C>) -> Tensor<f32, R, C> {
+        let mean = reduce_mean(x, -1, true);
+        x - mean
+    }
+
+    pub fn per_head(x: Tensor<f32, B, 4, 8>) -> Tensor<f32, B, 32> {
+        let rows = reshape(x, [B * 4, 8]);
+        reshape(row_norm(rows), [B, -1])
+    }
+}
+
+#[test]
+fn callee_symbol_bound_to_product_dim() {
+    for b in [1usize, 5] {
+        let x = rand_arr(70, Ix3(b, 4, 8), -1.0, 1.0);
+        let xd = to_f64(&x);
+        let mean = xd.mean_axis(grafo::ndarray::Axis(2)).unwrap();
+        let want = ArrayD::from_shape_fn(xd.raw_dim(), |ix| xd[&ix] - mean[[ix[0], ix[1]]]);
+        let want = reshaped(&want, &[b, 32]);
+        for (how, got) in [
+            ("compiled", heads::per_head(&x).unwrap()),
+            ("eager", heads::per_head::eager(&x).unwrap()),
+        ] {
+            assert_close(&format!("row_norm of B*4 rows b={b} {how}"), &got, &want);
+        }
+    }
+}
