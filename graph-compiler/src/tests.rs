@@ -607,3 +607,19 @@ fn oversized_shapes_and_bounds_do_not_panic() {
         assert!(out.is_ok(), "`{text}` made the macro panic");
     }
 }
+
+#[test]
+fn selection_bounds_at_the_edges_of_i64_do_not_panic() {
+    let (g, d) = lowered(quote! {
+        fn f(x: Tensor<f32, B, 6>) -> (Tensor<f32, 1, 6>, Tensor<f32, B, 1>, Tensor<f32, 0, 6>) {
+            (
+                strided_slice(x[s![0..1, ..]], [-9223372036854775807], [9223372036854775807], [-9223372036854775807]),
+                x[s![.., 0..9223372036854775807;9223372036854775807]],
+                slice(x[s![0..0, ..]], [0, 0], [9223372036854775807, -1]),
+            )
+        }
+    });
+    // The second is out of range of 6 and the third does not fit: errors, not panics.
+    assert!(d.has_errors());
+    assert!(!g.nodes.is_empty());
+}

@@ -86,11 +86,10 @@ fn plan_axis(op: &'static str, s: AxisSlice, axis: usize, len: usize) -> Result<
             let m = last.saturating_sub(first);
             let abs = usize::try_from(step.unsigned_abs()).unwrap_or(usize::MAX);
             let count = m.div_ceil(abs);
-            let (first, step) = if step < 0 && m > 0 {
-                (last - 1, step as isize)
-            } else {
-                (first, step as isize)
-            };
+            // With two or more elements |step| < len, so `step * stride` below cannot overflow;
+            // with fewer the step is never used.
+            let first = if step < 0 && m > 0 { last - 1 } else { first };
+            let step = if count <= 1 { 1 } else { step as isize };
             Ok(AxisPlan {
                 first,
                 step,
@@ -105,28 +104,22 @@ fn plan_axis(op: &'static str, s: AxisSlice, axis: usize, len: usize) -> Result<
                     format!("the stride of axis {axis} is 0"),
                 ));
             }
-            let n = len as i64;
-            let norm = |v: i64| if v < 0 { v.saturating_add(n) } else { v };
+            // In i128, so bounds and strides at the edge of i64 do not overflow.
+            let n = len as i128;
+            let norm = |v: i64| if v < 0 { v as i128 + n } else { v as i128 };
             let (b, e) = (norm(begin), norm(end));
-            let (b, e, count) = if stride > 0 {
+            let abs = stride.unsigned_abs() as i128;
+            let (b, count) = if stride > 0 {
                 let (b, e) = (b.clamp(0, n), e.clamp(0, n));
-                (b, e, if e > b { (e - b - 1) / stride + 1 } else { 0 })
+                (b, if e > b { (e - b - 1) / abs + 1 } else { 0 })
             } else {
                 let (b, e) = (b.clamp(-1, n - 1), e.clamp(-1, n - 1));
-                (
-                    b,
-                    e,
-                    if b > e {
-                        (b - e - 1) / (-stride) + 1
-                    } else {
-                        0
-                    },
-                )
+                (b, if b > e { (b - e - 1) / abs + 1 } else { 0 })
             };
-            let _ = e;
             Ok(AxisPlan {
                 first: if count == 0 { 0 } else { b as usize },
-                step: stride as isize,
+                // One element needs no step (and i64::MIN as a step would overflow below).
+                step: if count <= 1 { 1 } else { stride as isize },
                 count: count as usize,
                 keep: true,
             })
@@ -736,5 +729,32 @@ mod tests {
             slice_shape("t", &[3], &[AxisSlice::Index(-3)]).unwrap(),
             Vec::<usize>::new()
         );
+    }
+
+    #[test]
+    fn bounds_and_steps_at_the_edges_of_i64_do_not_overflow() {
+        let x: Vec<i32> = (0..10).collect();
+        let edge = [i64::MIN, i64::MIN + 1, -1, 0, 1, i64::MAX];
+        for &a in &edge {
+            for &b in &edge {
+                for &st in &edge {
+                    for spec in [
+                        AxisSlice::Strided {
+                            begin: a,
+                            end: b,
+                            stride: st,
+                        },
+                        range(a, Some(b), st),
+                        range(a, None, st),
+                        AxisSlice::Index(a),
+                    ] {
+                        if let Ok(shape) = slice_shape("t", &[10], &[spec]) {
+                            let mut out = vec![0; shape.iter().product()];
+                            slice_into("t", &x, &[10], &[spec], &shape, &mut out).unwrap();
+                        }
+                    }
+                }
+            }
+        }
     }
 }

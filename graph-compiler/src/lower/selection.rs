@@ -19,8 +19,9 @@ enum IndexValue {
 
 /// The size of a slice along one axis of size `len` (TF and ndarray's rules, as the kernel).
 fn static_count(spec: SliceSpec, len: u64, axis: usize) -> Result<Option<u64>, String> {
-    let n = len as i64;
-    let from_end = |v: i64| if v < 0 { v + n } else { v };
+    // In i128, so no bound, size or stride at the edge of i64/u64 overflows.
+    let n = len as i128;
+    let from_end = |v: i64| if v < 0 { v as i128 + n } else { v as i128 };
     match spec {
         SliceSpec::IndexInput(_) => Ok(None),
         SliceSpec::Index(i) => {
@@ -62,17 +63,18 @@ fn static_count(spec: SliceSpec, len: u64, axis: usize) -> Result<Option<u64>, S
                 return Err(format!("the stride of axis {axis} is 0"));
             }
             let (b, e) = (from_end(begin), from_end(end));
+            let abs = stride.unsigned_abs() as i128;
             let count = if stride > 0 {
                 let (b, e) = (b.clamp(0, n), e.clamp(0, n));
                 if e > b {
-                    (e - b - 1) / stride + 1
+                    (e - b - 1) / abs + 1
                 } else {
                     0
                 }
             } else {
                 let (b, e) = (b.clamp(-1, n - 1), e.clamp(-1, n - 1));
                 if b > e {
-                    (b - e - 1) / (-stride) + 1
+                    (b - e - 1) / abs + 1
                 } else {
                     0
                 }
@@ -109,8 +111,8 @@ fn symbolic_count(spec: SliceSpec, dim: &Dim, axis: usize) -> Result<Option<Dim>
         }
         SliceSpec::Range { start, end, step } => {
             let m = match end {
-                Some(e) if (start >= 0) == (e >= 0) => (e - start).max(0),
-                None if start < 0 => -start,
+                Some(e) if (start >= 0) == (e >= 0) => (e as i128 - start as i128).max(0),
+                None if start < 0 => -(start as i128),
                 _ => return Err(depends()),
             };
             Ok(Some(Dim::Const((m as u64).div_ceil(step.unsigned_abs()))))
@@ -120,14 +122,15 @@ fn symbolic_count(spec: SliceSpec, dim: &Dim, axis: usize) -> Result<Option<Dim>
             if (begin >= 0) != (end >= 0) {
                 return Err(depends());
             }
+            let (b, e, abs) = (begin as i128, end as i128, stride.unsigned_abs() as i128);
             let count = if stride > 0 {
-                if end > begin {
-                    (end - begin - 1) / stride + 1
+                if e > b {
+                    (e - b - 1) / abs + 1
                 } else {
                     0
                 }
-            } else if begin > end {
-                (begin - end - 1) / (-stride) + 1
+            } else if b > e {
+                (b - e - 1) / abs + 1
             } else {
                 0
             };
@@ -526,7 +529,7 @@ impl Lowerer<'_> {
                 let bad = b < 0 || s < -1;
                 let fits = match &xn.shape[a] {
                     Dim::Const(d) => {
-                        let d = *d as i64;
+                        let (b, s, d) = (b as i128, s as i128, *d as i128);
                         b <= d && (s == -1 || b + s <= d)
                     }
                     _ => true,
@@ -720,7 +723,9 @@ impl Lowerer<'_> {
             return self.sel_error(args[0].span(), msg, span);
         };
         let sizes: Vec<u64> = if sizes_given {
-            if list.iter().any(|&s| s < 0) || list.iter().sum::<i64>() as u64 != d {
+            if list.iter().any(|&s| s < 0)
+                || list.iter().map(|&s| s as i128).sum::<i128>() != d as i128
+            {
                 let msg = format!("`split` sizes {list:?} must be non-negative and add up to {d}, the size of axis {axis} of {ty}");
                 return self.sel_error(args[1].span(), msg, span);
             }
@@ -784,7 +789,13 @@ impl Lowerer<'_> {
         let mut shape = Vec::new();
         for (a, (d, &k)) in xn.shape.iter().zip(&m).enumerate() {
             shape.push(match d {
-                Dim::Const(c) => Dim::Const(c * k as u64),
+                Dim::Const(c) => match c.checked_mul(k as u64) {
+                    Some(t) => Dim::Const(t),
+                    None => {
+                        let msg = format!("`tile` of axis {a} ({c}) by {k} overflows");
+                        return self.sel_error(args[1].span(), msg, span);
+                    }
+                },
                 symbolic => match symbolic.times(&Dim::Const(k as u64)) {
                     Some(d) => d,
                     None => {
@@ -866,7 +877,13 @@ impl Lowerer<'_> {
         let mut shape = Vec::new();
         for (a, (d, (b, e))) in xn.shape.iter().zip(&paddings).enumerate() {
             shape.push(match d {
-                Dim::Const(c) => Dim::Const(c + b + e),
+                Dim::Const(c) => match c.checked_add(*b).and_then(|t| t.checked_add(*e)) {
+                    Some(t) => Dim::Const(t),
+                    None => {
+                        let msg = format!("padding axis {a} ({c}) by {b} and {e} overflows");
+                        return self.sel_error(pairs_expr.span(), msg, span);
+                    }
+                },
                 _ if b + e == 0 => d.clone(),
                 s => {
                     let msg = format!("padding the symbolic axis {a} (`{s}`) gives a size that is not a dim grafo can name; pad only static axes");
