@@ -12,7 +12,7 @@
 //! the process spent descheduled.
 
 use criterion::{criterion_group, criterion_main, Bencher, BenchmarkId, Criterion, Throughput};
-use graph_runtime::conv::{conv2d_into, conv2d_output_hw, SAME};
+use graph_runtime::conv::{conv2d_into, conv2d_output_hw, conv2d_with, Algorithm, SAME};
 use graph_runtime::matmul::{matmul_into, no_epilogue, MatmulDims};
 use std::time::Duration;
 
@@ -189,9 +189,26 @@ fn conv2d_w3(c: &mut Criterion) {
         let x = values(xs.iter().product(), 3);
         let k = values(ks.iter().product(), 4);
         let mut out = vec![0.0f32; oh * ow * 16];
+        // The default: the gather (implicit GEMM) kernel, patches read in place.
         group.bench_function(BenchmarkId::new("grafo", name), |bench| {
             run(bench, || {
                 conv2d_into(&x, xs, &k, ks, 1, SAME, &mut out, |_, _: &mut [f32]| {})
+            });
+        });
+        // im2col of each pixel block into scratch, then the packed GEMM.
+        group.bench_function(BenchmarkId::new("grafo_im2col_gemm", name), |bench| {
+            run(bench, || {
+                conv2d_with(
+                    &x,
+                    xs,
+                    &k,
+                    ks,
+                    1,
+                    SAME,
+                    &mut out,
+                    |_, _: &mut [f32]| {},
+                    Algorithm::Im2colGemm,
+                )
             });
         });
     }

@@ -2,7 +2,9 @@
 
 mod linalg_harness;
 
-use graph_runtime::conv::{conv2d_into, conv2d_output_hw, Padding, SAME, VALID};
+use graph_runtime::conv::{
+    conv2d_into, conv2d_output_hw, conv2d_with, Algorithm, Padding, SAME, VALID,
+};
 use graph_runtime::eager;
 use graph_runtime::layout::{check_perm, transpose_into};
 use graph_runtime::matmul::{matmul_into, no_epilogue, GemmElement, MatmulDims};
@@ -195,13 +197,25 @@ fn check_conv<T: GemmElement>(
     stride: usize,
     padding: Padding,
 ) {
+    check_conv_with::<T>(seed, xs, ks, stride, padding, Algorithm::Best);
+    check_conv_with::<T>(seed, xs, ks, stride, padding, Algorithm::Im2colGemm);
+}
+
+fn check_conv_with<T: GemmElement>(
+    seed: u64,
+    xs: [usize; 4],
+    ks: [usize; 4],
+    stride: usize,
+    padding: Padding,
+    algorithm: Algorithm,
+) {
     let mut rng = Rng::new(seed);
     let x: Vec<T> = rng.values(xs.iter().product());
     let k: Vec<T> = rng.values(ks.iter().product());
     let (oh, ow) = conv2d_output_hw(xs[1], xs[2], ks[0], ks[1], stride, padding).unwrap();
     let mut out = vec![T::ONE; xs[0] * oh * ow * ks[3]];
     let calls = std::sync::atomic::AtomicUsize::new(0);
-    conv2d_into(
+    conv2d_with(
         &x,
         xs,
         &k,
@@ -217,13 +231,14 @@ fn check_conv<T: GemmElement>(
                 *v = v.add(T::ONE);
             }
         },
+        algorithm,
     );
     assert_eq!(calls.into_inner(), out.len(), "epilogue coverage");
     let want: Vec<f64> = naive_conv2d(&x, xs, &k, ks, stride, padding)
         .into_iter()
         .map(|v| v + 1.0)
         .collect();
-    let what = format!("conv {xs:?} {ks:?} stride {stride} {padding:?}");
+    let what = format!("conv {xs:?} {ks:?} stride {stride} {padding:?} {algorithm:?}");
     assert_close(&out, &want, (ks[0] * ks[1] * ks[2]) as f64, &what);
 }
 

@@ -126,6 +126,45 @@ pub fn conv2d_into<T: GemmElement, E>(
 ) where
     E: Fn(usize, &mut [T]) + Sync,
 {
+    conv2d_with(
+        x,
+        x_shape,
+        k,
+        k_shape,
+        stride,
+        padding,
+        out,
+        epilogue,
+        Algorithm::Best,
+    )
+}
+
+/// How [`conv2d_with`] computes a convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Algorithm {
+    /// The gather (implicit GEMM) kernel where this CPU has one, else im2col + GEMM: what
+    /// [`conv2d_into`] runs.
+    Best,
+    /// im2col of each block of pixels into a scratch matrix, then the packed GEMM (for
+    /// benchmarking the two against each other).
+    Im2colGemm,
+}
+
+/// [`conv2d_into`] with the algorithm chosen by the caller; the results agree to rounding.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_with<T: GemmElement, E>(
+    x: &[T],
+    x_shape: [usize; 4],
+    k: &[T],
+    k_shape: [usize; 4],
+    stride: usize,
+    padding: Padding,
+    out: &mut [T],
+    epilogue: E,
+    algorithm: Algorithm,
+) where
+    E: Fn(usize, &mut [T]) + Sync,
+{
     let [n, h, w, cin] = x_shape;
     let [kh, kw, kcin, cout] = k_shape;
     assert_eq!(cin, kcin, "conv2d_into: channel counts differ");
@@ -155,7 +194,8 @@ pub fn conv2d_into<T: GemmElement, E>(
     };
     let pixels = n * oh * ow;
     // With a gather kernel, interior patches are read in place through a table of offsets.
-    let gather = T::has_gather_kernel(cout).then(|| gather_tables(&g));
+    let gather =
+        (algorithm == Algorithm::Best && T::has_gather_kernel(cout)).then(|| gather_tables(&g));
     let run = |(bi, block): (usize, &mut [T]), pb: usize| {
         let p0 = bi * pb;
         match &gather {
