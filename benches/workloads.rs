@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 #[path = "../tests/common/workloads.rs"]
 mod workloads;
 use workloads::*;
+// W1 is named `gelu`, like the op the prelude exports: the explicit import wins over both globs.
+use workloads::gelu;
 
 /// Deterministic uniform values in [-1, 1) (xorshift32).
 fn uniform(n: usize, seed: u32) -> Vec<f32> {

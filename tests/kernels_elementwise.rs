@@ -251,16 +251,21 @@ fn binary_ops_match_reference_with_broadcasting() {
 }
 
 #[test]
-fn integer_ops_wrap_and_divide_by_zero_to_zero() {
+fn integer_ops_wrap_and_division_by_zero_is_an_error() {
     let a = ArrayD::from_shape_vec(IxDyn(&[4]), vec![i32::MAX, 7, -7, i32::MIN]).unwrap();
     let b = ArrayD::from_shape_vec(IxDyn(&[4]), vec![1, 0, 2, -1]).unwrap();
     assert_eq!(
         E::add(&a, &b).unwrap().into_raw_vec_and_offset().0,
         vec![i32::MIN, 7, -5, i32::MAX]
     );
+    assert!(matches!(
+        E::div(&a, &b),
+        Err(Error::Arithmetic { op: "div", .. })
+    ));
+    let b = ArrayD::from_shape_vec(IxDyn(&[4]), vec![1, 3, 2, -1]).unwrap();
     assert_eq!(
         E::div(&a, &b).unwrap().into_raw_vec_and_offset().0,
-        vec![i32::MAX, 0, -3, i32::MIN]
+        vec![i32::MAX, 2, -3, i32::MIN]
     );
     assert_eq!(
         E::abs(&a).unwrap().into_raw_vec_and_offset().0,

@@ -9,6 +9,8 @@ use grafo::prelude::*;
 use grafo::{Dim, GraphDef};
 use refs::*;
 use workloads::*;
+// W1 is named `gelu`, like the op the prelude exports: the explicit import wins over both globs.
+use workloads::gelu;
 
 // ----- W1: gelu -------------------------------------------------------------------------------
 

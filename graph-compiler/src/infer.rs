@@ -4,7 +4,7 @@
 //! arms are resolved with the operands' types at hand. Each rule returns the node's dtype
 //! and shape, or a message naming the op, both shapes (symbols kept) and the axis.
 
-use crate::ir::{shape_str, type_str, DType, Dim, Monomial, Padding, PoolKind, Shape};
+use crate::ir::{shape_str, type_str, DType, Dim, Monomial, OperandKind, Padding, PoolKind, Shape};
 
 pub type Inferred = Result<(DType, Shape), String>;
 
@@ -67,6 +67,31 @@ pub fn arithmetic(op: &str, a: (DType, &[Dim]), b: (DType, &[Dim])) -> Inferred 
         ));
     }
     Ok((dt, broadcast(op, a.1, b.1)?))
+}
+
+/// `& | ^`, `logical_and/or/xor`: bool operands, broadcast shapes.
+pub fn logical(op: &str, a: (DType, &[Dim]), b: (DType, &[Dim])) -> Inferred {
+    if a.0 != DType::Bool || b.0 != DType::Bool {
+        return Err(format!(
+            "`{op}` needs bool operands but found {} and {}; compare numbers first (`x > 0.0`)",
+            type_str(a.0, a.1),
+            type_str(b.0, b.1)
+        ));
+    }
+    Ok((DType::Bool, broadcast(op, a.1, b.1)?))
+}
+
+/// A unary op by what it accepts (floats, numbers or bools).
+pub fn unary_of(op: &str, kind: OperandKind, x: (DType, &[Dim])) -> Inferred {
+    match kind {
+        OperandKind::Float => unary(op, true, x),
+        OperandKind::Number => unary(op, false, x),
+        OperandKind::Bool if x.0 == DType::Bool => Ok((x.0, x.1.to_vec())),
+        OperandKind::Bool => Err(format!(
+            "`{op}` needs a bool tensor, found {}; compare first (`x > 0.0`)",
+            type_str(x.0, x.1)
+        )),
+    }
 }
 
 /// Comparisons: same dtype, broadcast shapes, bool result.

@@ -339,6 +339,26 @@ pub enum UnaryOp {
     Sin,
     Cos,
     Neg,
+    Erf,
+    /// `gelu(x)`: TensorFlow's exact form `0.5 * x * (1 + erf(x / sqrt(2)))`.
+    Gelu,
+    /// `gelu(x, true)`: the tanh approximation.
+    GeluTanh,
+    Softplus,
+    Elu,
+    /// `!x` and `logical_not(x)` on bool tensors.
+    LogicalNot,
+}
+
+/// What a unary op accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperandKind {
+    /// f32 or f64.
+    Float,
+    /// Any number (not bool).
+    Number,
+    /// Only bool.
+    Bool,
 }
 
 impl UnaryOp {
@@ -356,6 +376,10 @@ impl UnaryOp {
             "sin" => UnaryOp::Sin,
             "cos" => UnaryOp::Cos,
             "neg" => UnaryOp::Neg,
+            "erf" => UnaryOp::Erf,
+            "softplus" => UnaryOp::Softplus,
+            "elu" => UnaryOp::Elu,
+            "logical_not" => UnaryOp::LogicalNot,
             _ => return None,
         })
     }
@@ -374,15 +398,26 @@ impl UnaryOp {
             UnaryOp::Sin => "sin",
             UnaryOp::Cos => "cos",
             UnaryOp::Neg => "neg",
+            UnaryOp::Erf => "erf",
+            UnaryOp::Gelu | UnaryOp::GeluTanh => "gelu",
+            UnaryOp::Softplus => "softplus",
+            UnaryOp::Elu => "elu",
+            UnaryOp::LogicalNot => "logical_not",
         }
     }
 
     /// Whether the op needs a float operand (transcendentals) rather than any number.
     pub fn needs_float(self) -> bool {
-        !matches!(
-            self,
-            UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Neg
-        )
+        self.operand_kind() == OperandKind::Float
+    }
+
+    /// The dtypes the op accepts.
+    pub fn operand_kind(self) -> OperandKind {
+        match self {
+            UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Neg => OperandKind::Number,
+            UnaryOp::LogicalNot => OperandKind::Bool,
+            _ => OperandKind::Float,
+        }
     }
 }
 
@@ -395,6 +430,17 @@ pub enum BinaryOp {
     Pow,
     Maximum,
     Minimum,
+    /// TensorFlow's `truncatediv` (integer `/` by another name; `trunc(a / b)` on floats).
+    TruncateDiv,
+    /// TensorFlow's `truncatemod` and the `%` operator (Rust's remainder).
+    TruncateMod,
+    FloorDiv,
+    FloorMod,
+    /// `leaky_relu(x, alpha)`: `x` where `x > 0`, else `alpha * x`; `alpha` is a scalar.
+    LeakyRelu,
+    LogicalAnd,
+    LogicalOr,
+    LogicalXor,
 }
 
 impl BinaryOp {
@@ -407,7 +453,52 @@ impl BinaryOp {
             BinaryOp::Pow => "pow",
             BinaryOp::Maximum => "maximum",
             BinaryOp::Minimum => "minimum",
+            BinaryOp::TruncateDiv => "truncatediv",
+            BinaryOp::TruncateMod => "truncatemod",
+            BinaryOp::FloorDiv => "floordiv",
+            BinaryOp::FloorMod => "floormod",
+            BinaryOp::LeakyRelu => "leaky_relu",
+            BinaryOp::LogicalAnd => "logical_and",
+            BinaryOp::LogicalOr => "logical_or",
+            BinaryOp::LogicalXor => "logical_xor",
         }
+    }
+
+    /// The binary ops called by name (`pow(a, b)`); `leaky_relu` has its own arm (a default alpha).
+    pub fn from_name(name: &str) -> Option<BinaryOp> {
+        Some(match name {
+            "pow" => BinaryOp::Pow,
+            "maximum" => BinaryOp::Maximum,
+            "minimum" => BinaryOp::Minimum,
+            "truncatediv" => BinaryOp::TruncateDiv,
+            "truncatemod" => BinaryOp::TruncateMod,
+            "floordiv" => BinaryOp::FloorDiv,
+            "floormod" => BinaryOp::FloorMod,
+            "logical_and" => BinaryOp::LogicalAnd,
+            "logical_or" => BinaryOp::LogicalOr,
+            "logical_xor" => BinaryOp::LogicalXor,
+            _ => return None,
+        })
+    }
+
+    /// Ops on bool operands only.
+    pub fn is_logical(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor
+        )
+    }
+
+    /// Integer ops that fail on a zero divisor (TensorFlow raises).
+    pub fn divides(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Div
+                | BinaryOp::TruncateDiv
+                | BinaryOp::TruncateMod
+                | BinaryOp::FloorDiv
+                | BinaryOp::FloorMod
+        )
     }
 }
 
@@ -481,6 +572,10 @@ pub enum AssertKind {
     Greater,
     Less,
     AllFinite,
+    /// The implicit check before an integer division: no zero divisor (named op).
+    NonZeroDivisor(&'static str),
+    /// The implicit check before an integer `pow`: no negative exponent.
+    NonNegativeExponent,
 }
 
 impl AssertKind {
@@ -490,6 +585,17 @@ impl AssertKind {
             AssertKind::Greater => "assert_greater",
             AssertKind::Less => "assert_less",
             AssertKind::AllFinite => "assert_all_finite",
+            AssertKind::NonZeroDivisor(_) => "check_nonzero_divisor",
+            AssertKind::NonNegativeExponent => "check_non_negative_exponent",
+        }
+    }
+
+    /// The op whose precondition an implicit check is (`div`, `pow`), for its error.
+    pub fn checked_op(self) -> Option<&'static str> {
+        match self {
+            AssertKind::NonZeroDivisor(op) => Some(op),
+            AssertKind::NonNegativeExponent => Some("pow"),
+            _ => None,
         }
     }
 }

@@ -16,6 +16,7 @@ use quote::{quote, ToTokens};
 use std::collections::HashMap;
 use syn::{BinOp, Expr, Lit, Pat, Stmt, UnOp};
 
+mod activations;
 mod inline;
 pub use inline::{Callee, Callees};
 mod nn;
@@ -944,7 +945,7 @@ impl Lowerer<'_> {
                 self.diag.error(
                     other.span(),
                     format!(
-                        "{what} in a `#[graph]` body; supported are `let`, `let mut` and reassignment, blocks, tuples, the operators `+ - * /` and comparisons, the ops of grafo's docs/OPS.md called as functions (`exp(x)`, `matmul(a, b)`), `if` and `for i in 0..N`"
+                        "{what} in a `#[graph]` body; supported are `let`, `let mut` and reassignment, blocks, tuples, the operators `+ - * / %`, comparisons and `& | ^ !` on bools, the ops of grafo's docs/OPS.md called as functions (`exp(x)`, `matmul(a, b)`), `if` and `for i in 0..N`"
                     ),
                 );
                 Value::Tensor(self.poisoned(other.span()))
@@ -1158,11 +1159,11 @@ impl Lowerer<'_> {
                         node: None,
                     };
                 }
-                self.diag.error(
-                    span,
-                    "`!` is not supported on tensors; use `select` or a comparison (`x == false`)",
-                );
-                Value::Tensor(self.poisoned(span))
+                let x = self.operand(&u.expr);
+                let x = self.concrete(x);
+                let n = self.graph.node(x).clone();
+                let r = infer::unary_of("!", OperandKind::Bool, (n.dtype, &n.shape));
+                Value::Tensor(self.typed(Op::Unary(UnaryOp::LogicalNot), vec![x], r, span))
             }
             _ => {
                 self.diag
@@ -1192,6 +1193,10 @@ impl Lowerer<'_> {
             BinOp::Sub(_) => Ok(BinaryOp::Sub),
             BinOp::Mul(_) => Ok(BinaryOp::Mul),
             BinOp::Div(_) => Ok(BinaryOp::Div),
+            BinOp::Rem(_) => Ok(BinaryOp::TruncateMod),
+            BinOp::BitAnd(_) => Ok(BinaryOp::LogicalAnd),
+            BinOp::BitOr(_) => Ok(BinaryOp::LogicalOr),
+            BinOp::BitXor(_) => Ok(BinaryOp::LogicalXor),
             BinOp::Lt(_) => Err(CmpOp::Lt),
             BinOp::Le(_) => Err(CmpOp::Le),
             BinOp::Gt(_) => Err(CmpOp::Gt),
@@ -1199,7 +1204,7 @@ impl Lowerer<'_> {
             BinOp::Eq(_) => Err(CmpOp::Eq),
             BinOp::Ne(_) => Err(CmpOp::Ne),
             _ => {
-                self.diag.error(span, "this operator is not supported in a `#[graph]` body; supported are `+ - * /` and `< <= > >= == !=`");
+                self.diag.error(span, "this operator is not supported in a `#[graph]` body; supported are `+ - * / %`, `& | ^` (bool) and `< <= > >= == !=`");
                 return Value::Tensor(self.poisoned(span));
             }
         };
@@ -1262,13 +1267,58 @@ impl Lowerer<'_> {
                 );
             }
         }
+        let (l, r) = if op.is_logical() {
+            (self.concrete(l), self.concrete(r))
+        } else {
+            (l, r)
+        };
         let (nl, nr) = (self.graph.node(l).clone(), self.graph.node(r).clone());
         let name = self
             .operator
             .clone()
             .unwrap_or_else(|| op.name().to_string());
-        let res = infer::arithmetic(&name, (nl.dtype, &nl.shape), (nr.dtype, &nr.shape));
+        let res = if op.is_logical() {
+            infer::logical(&name, (nl.dtype, &nl.shape), (nr.dtype, &nr.shape))
+        } else {
+            infer::arithmetic(&name, (nl.dtype, &nl.shape), (nr.dtype, &nr.shape))
+        };
+        if self.is_poisoned(&[l, r]) {
+            return self.poisoned(span);
+        }
+        if let Ok((dt, _)) = &res {
+            if dt.is_int() {
+                self.integer_check(op, r, span);
+            }
+        }
         self.typed(Op::Binary(op), vec![l, r], res, span)
+    }
+
+    /// TensorFlow raises on an integer zero divisor and a negative integer exponent: an
+    /// integer op that divides (or `pow`) is preceded by a check of its right operand, an
+    /// effect that fails with the op's name and line (as the `assert_*` ops do).
+    fn integer_check(&mut self, op: BinaryOp, operand: NodeId, span: Span) {
+        let (kind, message) = match op {
+            _ if op.divides() => (
+                AssertKind::NonZeroDivisor(op.name()),
+                "integer division by zero",
+            ),
+            BinaryOp::Pow => (
+                AssertKind::NonNegativeExponent,
+                "integers to negative integer powers are not allowed",
+            ),
+            _ => return,
+        };
+        let id = self.push(
+            Op::Assert {
+                kind,
+                message: message.to_string(),
+            },
+            vec![operand],
+            DType::Bool,
+            vec![],
+            span,
+        );
+        self.effects.push(id);
     }
 
     fn compare(&mut self, op: CmpOp, l: NodeId, r: NodeId, span: Span) -> NodeId {
@@ -1634,7 +1684,7 @@ impl Lowerer<'_> {
             let x = self.operand(args[0]);
             let x = self.concrete(x);
             let n = self.graph.node(x).clone();
-            let r = infer::unary(u.name(), u.needs_float(), (n.dtype, &n.shape));
+            let r = infer::unary_of(u.name(), u.operand_kind(), (n.dtype, &n.shape));
             return Value::Tensor(self.typed(Op::Unary(u), vec![x], r, span));
         }
         if let Some(v) = self.selection_call(&name, &args, span, turbofish.as_ref()) {
@@ -1643,19 +1693,17 @@ impl Lowerer<'_> {
         if let Some(v) = self.nn_call(&name, &args, span) {
             return v;
         }
-        let id = match name.as_str() {
-            "pow" | "maximum" | "minimum" => {
-                if !arity(self, 2, 2, "two tensors") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let (a, b) = (self.operand(args[0]), self.operand(args[1]));
-                let op = match name.as_str() {
-                    "pow" => BinaryOp::Pow,
-                    "maximum" => BinaryOp::Maximum,
-                    _ => BinaryOp::Minimum,
-                };
-                self.binary(op, a, b, span)
+        if let Some(op) = BinaryOp::from_name(&name) {
+            if !arity(self, 2, 2, "two tensors") {
+                return Value::Tensor(self.poisoned(span));
             }
+            let (a, b) = (self.operand(args[0]), self.operand(args[1]));
+            return Value::Tensor(self.binary(op, a, b, span));
+        }
+        if let Some(v) = self.lower_activation_call(&name, &args, span) {
+            return v;
+        }
+        let id = match name.as_str() {
             "select" => {
                 if !arity(self, 3, 3, "a bool condition and two tensors") {
                     return Value::Tensor(self.poisoned(span));

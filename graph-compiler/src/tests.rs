@@ -623,3 +623,89 @@ fn selection_bounds_at_the_edges_of_i64_do_not_panic() {
     assert!(d.has_errors());
     assert!(!g.nodes.is_empty());
 }
+
+#[test]
+fn layer_norm_is_one_loop_over_rows_like_w4() {
+    let (g, plan) = plan_of(quote! {
+        fn ln(x: Tensor<f32, N, 1024>, gamma: Tensor<f32, 1024>, beta: Tensor<f32, 1024>) -> Tensor<f32, N, 1024> {
+            layer_norm(x, gamma, beta, -1, 1e-5)
+        }
+    });
+    let kinds: Vec<&str> = plan.groups.iter().map(|g| g.kind.name()).collect();
+    assert_eq!(kinds, vec!["reduce", "reduce", "elementwise"], "as W4");
+    let sched = schedule::schedule(&g, &plan);
+    assert_eq!(intermediate_slots(&sched), 2, "the two [N, 1] statistics");
+    let out = crate::expand::expand(
+        quote!(),
+        quote! {
+            pub fn ln(x: Tensor<f32, N, 1024>, gamma: Tensor<f32, 1024>, beta: Tensor<f32, 1024>) -> Tensor<f32, N, 1024> {
+                layer_norm(x, gamma, beta, -1, 1e-5)
+            }
+        },
+    );
+    let code = pretty(out);
+    assert_eq!(
+        code.matches("__grafo_kernel_rows_g0").count(),
+        3,
+        "one row kernel, defined once and called twice (serial and parallel)"
+    );
+    assert!(
+        !code.contains("__grafo_kernel_g1"),
+        "no separate loop for the variance"
+    );
+}
+
+#[test]
+fn activations_and_batch_norm_fuse_into_one_loop() {
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, B, 64>, mean: Tensor<f32, 64>, var: Tensor<f32, 64>, beta: Tensor<f32, 64>, gamma: Tensor<f32, 64>) -> Tensor<f32, B, 64> {
+            let y = batch_normalization(x, mean, var, beta, gamma, 1e-3);
+            clip_by_value(leaky_relu(gelu(y) + softplus(y) + elu(y) + erf(y)), -1.0, 6.0)
+        }
+    });
+    let shapes: Vec<String> = plan
+        .groups
+        .iter()
+        .map(|gr| format!("{} {}", gr.kind.name(), shape_str(&g.node(gr.root).shape)))
+        .collect();
+    // The per-channel `rsqrt(var + eps) * gamma` is one small loop over [64]; the batch
+    // norm over [B, 64] is one loop, materialised because four activations read it (its
+    // fused expression costs more than the three ops the recompute rule allows); the
+    // activations, leaky_relu and the clip are one more loop.
+    assert_eq!(
+        shapes,
+        vec![
+            "elementwise [64]",
+            "elementwise [B, 64]",
+            "elementwise [B, 64]"
+        ],
+        "{shapes:?}"
+    );
+}
+
+#[test]
+fn integer_division_gets_a_check_and_float_division_does_not() {
+    let (g, _) = lowered(quote! {
+        fn f(a: Tensor<i32, 8>, b: Tensor<i32, 8>, x: Tensor<f32, 8>, y: Tensor<f32, 8>) -> (Tensor<i32, 8>, Tensor<f32, 8>) {
+            (a / b + a % b, x / y + x % y)
+        }
+    });
+    let checks: Vec<&Node> = g
+        .nodes
+        .iter()
+        .filter(|n| {
+            matches!(
+                n.op,
+                Op::Assert {
+                    kind: AssertKind::NonZeroDivisor(_),
+                    ..
+                }
+            )
+        })
+        .collect();
+    assert_eq!(checks.len(), 2, "one check per integer division");
+    assert!(checks
+        .iter()
+        .all(|c| g.node(c.inputs[0]).dtype == DType::I32));
+    assert_eq!(g.effects.len(), 2);
+}

@@ -44,14 +44,29 @@ pub trait Numeric: Element + PartialOrd {
     const LOWEST: Self;
     /// The largest value (`+inf` for floats); the identity of `min`.
     const HIGHEST: Self;
+    /// Whether this is an integer type (whose division by zero and negative powers are errors).
+    const INTEGER: bool;
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
-    /// Division; integer division by zero yields zero (never a panic) and wraps on overflow.
+    /// Division; integers truncate toward zero and wrap on overflow (`MIN / -1 = MIN`). An
+    /// integer division by zero yields zero here (never a panic): the ops that divide check
+    /// their divisor first and return [`crate::Error::Arithmetic`].
     fn div(self, o: Self) -> Self;
+    /// TensorFlow's `truncatemod` (Rust's `%`): the remainder of the truncated division, with
+    /// the sign of `self` (`fmod` for floats; an integer `MIN % -1` is 0, a zero divisor gives 0).
+    fn truncmod(self, o: Self) -> Self;
+    /// TensorFlow's `truncatediv`: the quotient rounded toward zero (as integer `/`).
+    fn truncdiv(self, o: Self) -> Self;
+    /// TensorFlow's `floordiv`: the quotient rounded toward negative infinity.
+    fn floordiv(self, o: Self) -> Self;
+    /// TensorFlow's `floormod`: the remainder of `floordiv`, with the sign of `o`.
+    fn floormod(self, o: Self) -> Self;
     fn neg(self) -> Self;
     fn abs(self) -> Self;
-    /// `pow(a, b)`: `powf` for floats, repeated multiplication (wrapping) for integers; a negative integer exponent gives 0 (or 1 for a base of 1).
+    /// `pow(a, b)`: `powf` for floats; for integers, squaring and multiplying (wrapping) over
+    /// the exponent's whole range. A negative integer exponent yields 0 here: the ops check
+    /// their exponent first and return [`crate::Error::Arithmetic`].
     fn pow(self, o: Self) -> Self;
     /// NaN-propagating maximum (TensorFlow's `maximum`).
     fn maximum(self, o: Self) -> Self;
@@ -81,6 +96,7 @@ macro_rules! float_numeric {
             const ONE: Self = 1.0;
             const LOWEST: Self = $t::NEG_INFINITY;
             const HIGHEST: Self = $t::INFINITY;
+            const INTEGER: bool = false;
             #[inline(always)]
             fn add(self, o: Self) -> Self {
                 self + o
@@ -96,6 +112,28 @@ macro_rules! float_numeric {
             #[inline(always)]
             fn div(self, o: Self) -> Self {
                 self / o
+            }
+            #[inline(always)]
+            fn truncmod(self, o: Self) -> Self {
+                self % o
+            }
+            #[inline(always)]
+            fn truncdiv(self, o: Self) -> Self {
+                (self / o).trunc()
+            }
+            #[inline(always)]
+            fn floordiv(self, o: Self) -> Self {
+                (self / o).floor()
+            }
+            #[inline(always)]
+            fn floormod(self, o: Self) -> Self {
+                // TensorFlow's rule: the truncated remainder, moved by `o` when its sign differs.
+                let r = self % o;
+                if r != 0.0 && ((o < 0.0) != (r < 0.0)) {
+                    r + o
+                } else {
+                    r
+                }
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -178,6 +216,7 @@ macro_rules! int_numeric {
             const ONE: Self = 1;
             const LOWEST: Self = $t::MIN;
             const HIGHEST: Self = $t::MAX;
+            const INTEGER: bool = true;
             #[inline(always)]
             fn add(self, o: Self) -> Self {
                 self.wrapping_add(o)
@@ -199,6 +238,43 @@ macro_rules! int_numeric {
                 }
             }
             #[inline(always)]
+            fn truncmod(self, o: Self) -> Self {
+                if o == 0 {
+                    0
+                } else {
+                    self.wrapping_rem(o)
+                }
+            }
+            #[inline(always)]
+            fn truncdiv(self, o: Self) -> Self {
+                Numeric::div(self, o)
+            }
+            #[inline(always)]
+            fn floordiv(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                let q = self.wrapping_div(o);
+                if self.wrapping_rem(o) != 0 && ((self < 0) != (o < 0)) {
+                    q - 1
+                } else {
+                    q
+                }
+            }
+            #[inline(always)]
+            fn floormod(self, o: Self) -> Self {
+                if o == 0 {
+                    return 0;
+                }
+                // |r| < |o| and their signs differ when adjusted, so `r + o` cannot overflow.
+                let r = self.wrapping_rem(o);
+                if r != 0 && ((r < 0) != (o < 0)) {
+                    r + o
+                } else {
+                    r
+                }
+            }
+            #[inline(always)]
             fn neg(self) -> Self {
                 self.wrapping_neg()
             }
@@ -209,23 +285,18 @@ macro_rules! int_numeric {
             #[inline(always)]
             fn pow(self, o: Self) -> Self {
                 if o < 0 {
-                    return match self {
-                        1 => 1,
-                        -1 => {
-                            if o % 2 == 0 {
-                                1
-                            } else {
-                                -1
-                            }
-                        }
-                        _ => 0,
-                    };
+                    return 0;
                 }
-                self.wrapping_pow(if (o as i64) > u32::MAX as i64 {
-                    u32::MAX
-                } else {
-                    o as u32
-                })
+                // Exponentiation by squaring over every bit of the exponent (no clamping).
+                let (mut base, mut e, mut acc) = (self, o, 1 as $t);
+                while e > 0 {
+                    if e & 1 == 1 {
+                        acc = acc.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                acc
             }
             #[inline(always)]
             fn maximum(self, o: Self) -> Self {

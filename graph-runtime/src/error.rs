@@ -59,6 +59,14 @@ pub enum Error {
         message: String,
         line: u32,
     },
+    /// Integer arithmetic that TensorFlow rejects at run time: a zero divisor of `/`, `%`,
+    /// `floordiv`, `floormod`, `truncatediv` or `truncatemod`, or a negative exponent of `pow`.
+    #[error("`{op}`{}: {message}", line_text(*line))]
+    Arithmetic {
+        op: &'static str,
+        message: String,
+        line: u32,
+    },
     /// Writing an export (TensorBoard event file, trace) failed.
     #[error("i/o error: {0}")]
     Io(String),
@@ -88,10 +96,16 @@ fn line_text(line: u32) -> String {
 }
 
 impl Error {
-    /// Attaches the source line of the `assert_*` call to an assertion error; other errors pass through.
+    /// Attaches the source line of the `assert_*` call (or of the integer division) to an
+    /// assertion or arithmetic error; other errors pass through.
     pub fn at_line(self, at: u32) -> Error {
         match self {
             Error::Assertion { op, message, .. } => Error::Assertion {
+                op,
+                message,
+                line: at,
+            },
+            Error::Arithmetic { op, message, .. } => Error::Arithmetic {
                 op,
                 message,
                 line: at,
@@ -116,6 +130,17 @@ impl Error {
             left: left.to_vec(),
             right: right.to_vec(),
             axis,
+        }
+    }
+
+    /// An integer arithmetic error of one op (the line is attached by [`Error::at_line`]).
+    #[cold]
+    #[inline(never)]
+    pub fn arithmetic(op: &'static str, message: impl fmt::Display) -> Error {
+        Error::Arithmetic {
+            op,
+            message: message.to_string(),
+            line: 0,
         }
     }
 

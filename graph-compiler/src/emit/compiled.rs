@@ -158,10 +158,19 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
                 | UnaryOp::Tanh
                 | UnaryOp::Sigmoid
                 | UnaryOp::Sin
-                | UnaryOp::Cos => {
+                | UnaryOp::Cos
+                | UnaryOp::Erf
+                | UnaryOp::Gelu
+                | UnaryOp::Softplus
+                | UnaryOp::Elu => {
                     let f = math(u.name());
                     quote!(#f(#a))
                 }
+                UnaryOp::GeluTanh => {
+                    let f = math("gelu_tanh");
+                    quote!(#f(#a))
+                }
+                UnaryOp::LogicalNot => quote!((!#a)),
             }
         }
         Op::Binary(b) => {
@@ -181,6 +190,14 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
                 BinaryOp::Pow => quote!(#num::pow(#x, #y)),
                 BinaryOp::Maximum => quote!(#num::maximum(#x, #y)),
                 BinaryOp::Minimum => quote!(#num::minimum(#x, #y)),
+                BinaryOp::TruncateDiv => quote!(#num::truncdiv(#x, #y)),
+                BinaryOp::TruncateMod => quote!(#num::truncmod(#x, #y)),
+                BinaryOp::FloorDiv => quote!(#num::floordiv(#x, #y)),
+                BinaryOp::FloorMod => quote!(#num::floormod(#x, #y)),
+                BinaryOp::LeakyRelu => quote!(::grafo::eager::leaky_relu_scalar(#x, #y)),
+                BinaryOp::LogicalAnd => quote!((#x & #y)),
+                BinaryOp::LogicalOr => quote!((#x | #y)),
+                BinaryOp::LogicalXor => quote!((#x ^ #y)),
             }
         }
         Op::Compare(c) => {
@@ -1584,7 +1601,11 @@ impl<'a> Emitter<'a> {
             .collect();
         let f = format_ident!("{}", kind.name());
         let line = n.line;
-        quote!(::grafo::eager::#f(#(#views,)* #message).map_err(|e| e.at_line(#line))?;)
+        let last = match kind.checked_op() {
+            Some(op) => quote!(#op),
+            None => quote!(#message),
+        };
+        quote!(::grafo::eager::#f(#(#views,)* #last).map_err(|e| e.at_line(#line))?;)
     }
 
     fn cond(&mut self, g: &Group) -> TokenStream {

@@ -123,6 +123,9 @@ pub fn body(
                 ("strides".into(), format!("{strides:?}")),
                 ("padding".into(), format!("{padding:?}").to_uppercase()),
             ],
+            Op::Unary(u @ (UnaryOp::Gelu | UnaryOp::GeluTanh)) => {
+                vec![("approximate".into(), (*u == UnaryOp::GeluTanh).to_string())]
+            }
             Op::Assert { message, .. } => vec![("message".into(), message.clone())],
             Op::Host { expr } => vec![("expr".into(), expr.clone())],
             Op::Sel(s) => crate::lower::selection_attrs(s),

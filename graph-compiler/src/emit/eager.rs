@@ -108,7 +108,20 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             let shape = shape_expr(&n.shape);
             quote!(#ev::fill::<#et>(&#shape, ::grafo::__private::compiled::eager_scalar(&#x.view())?))
         }
+        Op::Unary(UnaryOp::Gelu) => call("gelu", &[ins[0].clone(), quote!(false)]),
+        Op::Unary(UnaryOp::GeluTanh) => call("gelu", &[ins[0].clone(), quote!(true)]),
         Op::Unary(u) => call(u.name(), &ins),
+        Op::Binary(BinaryOp::LeakyRelu) => {
+            let (x, alpha) = (&ins[0], e(n.inputs[1]));
+            quote!(#ev::leaky_relu(#x, ::grafo::__private::compiled::eager_scalar(&#alpha.view())?)?)
+        }
+        Op::Binary(b) if n.dtype.is_int() && (b.divides() || *b == BinaryOp::Pow) => {
+            // The check before the op fails first; the eager op checks again (it is public
+            // API), and its error gets the line too.
+            let f = format_ident!("{}", b.name());
+            let line = n.line;
+            quote!(#ev::#f(#(#ins),*).map_err(|e| e.at_line(#line))?)
+        }
         Op::Binary(b) => call(b.name(), &ins),
         Op::Compare(c) => call(c.name(), &ins),
         Op::Select => call("select", &ins),
@@ -200,7 +213,11 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
         Op::Assert { kind, message } => {
             let f = format_ident!("{}", kind.name());
             let line = n.line;
-            return quote!(#ev::#f(#(#ins,)* #message).map_err(|e| e.at_line(#line))?;);
+            let last = match kind.checked_op() {
+                Some(op) => quote!(#op),
+                None => quote!(#message),
+            };
+            return quote!(#ev::#f(#(#ins,)* #last).map_err(|e| e.at_line(#line))?;);
         }
         Op::Sel(_) => {
             let names: Vec<Ident> = n.inputs.iter().map(|&i| e(i)).collect();

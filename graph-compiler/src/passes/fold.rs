@@ -23,6 +23,12 @@ pub fn fold_binary(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Option<S
         (DType::F64, a, b) if !matches!((a, b), (Scalar::Bool(_), _) | (_, Scalar::Bool(_))) => {
             Some(Scalar::Float(f64_binary(op, a.as_f64(), b.as_f64())?))
         }
+        (DType::Bool, Scalar::Bool(x), Scalar::Bool(y)) => Some(Scalar::Bool(match op {
+            BinaryOp::LogicalAnd => x & y,
+            BinaryOp::LogicalOr => x | y,
+            BinaryOp::LogicalXor => x ^ y,
+            _ => return None,
+        })),
         _ => None,
     }
 }
@@ -37,8 +43,28 @@ where
         BinaryOp::Add => x.wrapping_add(y),
         BinaryOp::Sub => x.wrapping_sub(y),
         BinaryOp::Mul => x.wrapping_mul(y),
-        BinaryOp::Div if y == zero => return None,
-        BinaryOp::Div => x.wrapping_div(y),
+        _ if op.divides() && y == zero => return None,
+        BinaryOp::Div | BinaryOp::TruncateDiv => x.wrapping_div(y),
+        BinaryOp::TruncateMod => x.wrapping_rem(y),
+        BinaryOp::FloorDiv => {
+            let q = x.wrapping_div(y);
+            if x.wrapping_rem(y) != zero && ((x < zero) != (y < zero)) {
+                q.wrapping_sub(T::from(1))
+            } else {
+                q
+            }
+        }
+        BinaryOp::FloorMod => {
+            let r = x.wrapping_rem(y);
+            if r != zero && ((r < zero) != (y < zero)) {
+                r.wrapping_add(y)
+            } else {
+                r
+            }
+        }
+        BinaryOp::LeakyRelu | BinaryOp::LogicalAnd | BinaryOp::LogicalOr | BinaryOp::LogicalXor => {
+            return None
+        }
         BinaryOp::Pow => {
             let e = u32::try_from(y.to_i64()).ok()?;
             x.wrapping_pow(e)
@@ -66,6 +92,7 @@ trait WrappingInt: Sized {
     fn wrapping_sub(self, o: Self) -> Self;
     fn wrapping_mul(self, o: Self) -> Self;
     fn wrapping_div(self, o: Self) -> Self;
+    fn wrapping_rem(self, o: Self) -> Self;
     fn wrapping_pow(self, e: u32) -> Self;
     fn to_i64(self) -> i64;
 }
@@ -77,6 +104,7 @@ macro_rules! wrapping_int {
             fn wrapping_sub(self, o: Self) -> Self { <$t>::wrapping_sub(self, o) }
             fn wrapping_mul(self, o: Self) -> Self { <$t>::wrapping_mul(self, o) }
             fn wrapping_div(self, o: Self) -> Self { <$t>::wrapping_div(self, o) }
+            fn wrapping_rem(self, o: Self) -> Self { <$t>::wrapping_rem(self, o) }
             fn wrapping_pow(self, e: u32) -> Self { <$t>::wrapping_pow(self, e) }
             fn to_i64(self) -> i64 { i64::from(self) }
         }
@@ -96,6 +124,15 @@ macro_rules! float_binary {
                 BinaryOp::Mul => x * y,
                 BinaryOp::Div => x / y,
                 BinaryOp::Pow => return None,
+                // Left to the runtime, which both paths share.
+                BinaryOp::TruncateDiv
+                | BinaryOp::TruncateMod
+                | BinaryOp::FloorDiv
+                | BinaryOp::FloorMod
+                | BinaryOp::LeakyRelu
+                | BinaryOp::LogicalAnd
+                | BinaryOp::LogicalOr
+                | BinaryOp::LogicalXor => return None,
                 // NaN propagates as the type's NaN (TensorFlow's maximum and minimum).
                 BinaryOp::Maximum | BinaryOp::Minimum if x.is_nan() || y.is_nan() => <$t>::NAN,
                 BinaryOp::Maximum => {
@@ -130,6 +167,7 @@ pub fn int_fold_refusal(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Opt
     }
     match op {
         BinaryOp::Div if y == 0 => Some(format!("integer division by zero on constants (`{x} / 0`); Rust rejects it too")),
+        _ if op.divides() && y == 0 => Some(format!("integer division by zero on constants (`{}({x}, 0)`)", op.name())),
         BinaryOp::Pow if y < 0 => Some(format!("`pow` of integers needs a non-negative exponent, found {y}; cast to a float for negative powers")),
         _ => None,
     }
@@ -157,7 +195,8 @@ pub fn int_fold_error(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Optio
         BinaryOp::Add => Some(x + y),
         BinaryOp::Sub => Some(x - y),
         BinaryOp::Mul => Some(x * y),
-        BinaryOp::Div => Some(x / y),
+        // Only `MIN / -1` overflows, where the quotient is exact whichever way it rounds.
+        BinaryOp::Div | BinaryOp::TruncateDiv | BinaryOp::FloorDiv => Some(x / y),
         BinaryOp::Pow => Some(match x {
             0 | 1 if y == 0 => 1,
             0 | 1 => x,
@@ -174,7 +213,7 @@ pub fn int_fold_error(op: BinaryOp, a: Scalar, b: Scalar, dtype: DType) -> Optio
                 r
             }
         }),
-        BinaryOp::Maximum | BinaryOp::Minimum => None,
+        _ => None,
     };
     match exact {
         Some(v) if v < lo || v > hi => Some(format!(
@@ -212,6 +251,7 @@ fn cmp(op: CmpOp, o: Option<std::cmp::Ordering>) -> bool {
 /// transcendental functions are not folded (the runtime's own approximations compute them).
 fn fold_unary(op: UnaryOp, a: Scalar, dtype: DType) -> Option<Scalar> {
     match (dtype, a) {
+        (DType::Bool, Scalar::Bool(b)) => (op == UnaryOp::LogicalNot).then_some(Scalar::Bool(!b)),
         (DType::I32, Scalar::Int(x)) => {
             let x = i32::try_from(x).ok()?;
             let v = match op {
@@ -284,6 +324,13 @@ pub fn run(graph: &mut Graph, diag: &mut Diagnostics) {
             node.inputs.iter().map(|&x| graph.const_value(x)).collect();
         let Some(c) = consts else { continue };
         let folded = match (&node.op, c.as_slice()) {
+            // A constant zero divisor or negative exponent is reported once, by the op's check.
+            (Op::Binary(op), [_, Scalar::Int(y)])
+                if node.dtype.is_int()
+                    && (op.divides() && *y == 0 || *op == BinaryOp::Pow && *y < 0) =>
+            {
+                None
+            }
             (Op::Binary(op), [a, b]) => match int_fold_refusal(*op, *a, *b, node.dtype) {
                 Some(msg) => {
                     diag.error(node.span, msg);
@@ -383,9 +430,22 @@ fn decide_asserts(graph: &mut Graph, diag: &mut Diagnostics) {
             (AssertKind::AllFinite, [a]) => a.as_f64().is_finite(),
             (AssertKind::Greater, [a, b]) => fold_compare(CmpOp::Gt, *a, *b) == Some(true),
             (AssertKind::Less, [a, b]) => fold_compare(CmpOp::Lt, *a, *b) == Some(true),
+            (AssertKind::NonZeroDivisor(_), [a]) => *a != Scalar::Int(0),
+            (AssertKind::NonNegativeExponent, [a]) => !matches!(a, Scalar::Int(v) if *v < 0),
             _ => continue,
         };
-        if !ok {
+        if let (false, Some(op)) = (ok, kind.checked_op()) {
+            let msg = match kind {
+                AssertKind::NonZeroDivisor(_) => {
+                    format!("integer division by zero: the divisor of `{op}` is the constant 0")
+                }
+                _ => format!(
+                    "`{op}` of integers needs a non-negative exponent, found the constant {}; cast to a float for negative powers",
+                    c[0]
+                ),
+            };
+            diag.error(n.span, msg);
+        } else if !ok {
             let vals: Vec<String> = c.iter().map(|v| v.to_string()).collect();
             diag.error(
                 n.span,

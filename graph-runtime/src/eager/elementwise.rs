@@ -4,7 +4,7 @@ use super::IntoView;
 use crate::dtype::{CastTo, Element, Float, Numeric};
 use crate::elementwise::{binary_into, broadcast_shapes, map_into, math_into, ternary_into};
 use crate::error::Error;
-use crate::math::{FloatMath, MathFn};
+use crate::math::{ActivationMath, FloatMath, MathFn};
 use crate::parallel::map_reduce;
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
 
@@ -89,14 +89,158 @@ binary_numeric! {
     sub => sub;
     /// `a * b` with broadcasting (integers wrap).
     mul => mul;
-    /// `a / b` with broadcasting; integer division by zero gives 0.
-    div => div;
-    /// `a` to the power `b` with broadcasting.
-    pow => pow;
     /// The NaN-propagating elementwise maximum.
     maximum => maximum;
     /// The NaN-propagating elementwise minimum.
     minimum => minimum;
+}
+
+/// The message of an integer division by zero.
+pub const DIVISION_BY_ZERO: &str = "integer division by zero";
+/// The message of a negative integer exponent.
+pub const NEGATIVE_EXPONENT: &str =
+    "integers to negative integer powers are not allowed (cast to a float first)";
+
+/// Fails with [`Error::Arithmetic`] naming `op` if an integer divisor has a zero element;
+/// floats always pass (they divide by zero to inf or NaN). Compiled graphs run this check
+/// before the integer division of `op`, at its source line.
+pub fn check_nonzero_divisor<'a, T: Numeric>(
+    divisor: impl IntoView<'a, T>,
+    op: &'static str,
+) -> Result<(), Error> {
+    let d = divisor.into_view();
+    if !T::INTEGER || all(&d, |v| v != T::ZERO) {
+        Ok(())
+    } else {
+        Err(Error::arithmetic(op, DIVISION_BY_ZERO))
+    }
+}
+
+/// Fails with [`Error::Arithmetic`] naming `op` if an integer exponent has a negative element
+/// (TensorFlow: "Integers to negative integer powers are not allowed"); floats always pass.
+pub fn check_non_negative_exponent<'a, T: Numeric>(
+    exponent: impl IntoView<'a, T>,
+    op: &'static str,
+) -> Result<(), Error> {
+    let e = exponent.into_view();
+    if !T::INTEGER || all(&e, |v| v >= T::ZERO) {
+        Ok(())
+    } else {
+        Err(Error::arithmetic(op, NEGATIVE_EXPONENT))
+    }
+}
+
+macro_rules! binary_dividing {
+    ($($(#[$doc:meta])* $name:ident => $method:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'a, 'b, T: Numeric>(a: impl IntoView<'a, T>, b: impl IntoView<'b, T>) -> Result<ArrayD<T>, Error> {
+            let b = b.into_view();
+            check_nonzero_divisor(b.view(), stringify!($name))?;
+            binary(stringify!($name), a, b, T::$method)
+        }
+    )*};
+}
+
+binary_dividing! {
+    /// `a / b` with broadcasting. Integers truncate toward zero (as Rust's `/`) and wrap
+    /// (`MIN / -1 = MIN`); an integer zero divisor is [`Error::Arithmetic`].
+    div => div;
+    /// TensorFlow's `truncatediv`: `a / b` rounded toward zero (integer `/`); floats `trunc(a / b)`.
+    truncatediv => truncdiv;
+    /// TensorFlow's `truncatemod` (Rust's `%`): the remainder with the sign of `a`; floats as
+    /// `fmod`. `MIN % -1` is 0; an integer zero divisor is [`Error::Arithmetic`].
+    truncatemod => truncmod;
+    /// TensorFlow's `floordiv`: `a / b` rounded toward negative infinity; floats `floor(a / b)`.
+    floordiv => floordiv;
+    /// TensorFlow's `floormod`: the remainder of `floordiv`, with the sign of `b` (floats too).
+    floormod => floormod;
+}
+
+/// `a` to the power `b` with broadcasting; integers multiply with wrapping over the whole
+/// exponent range, and a negative integer exponent is [`Error::Arithmetic`].
+pub fn pow<'a, 'b, T: Numeric>(
+    a: impl IntoView<'a, T>,
+    b: impl IntoView<'b, T>,
+) -> Result<ArrayD<T>, Error> {
+    let b = b.into_view();
+    check_non_negative_exponent(b.view(), "pow")?;
+    binary("pow", a, b, T::pow)
+}
+
+macro_rules! logical {
+    ($($(#[$doc:meta])* $name:ident => $op:tt;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'a, 'b>(a: impl IntoView<'a, bool>, b: impl IntoView<'b, bool>) -> Result<ArrayD<bool>, Error> {
+            binary(stringify!($name), a, b, |x: bool, y: bool| x $op y)
+        }
+    )*};
+}
+
+logical! {
+    /// `a & b` on bool tensors, with broadcasting.
+    logical_and => &;
+    /// `a | b` on bool tensors, with broadcasting.
+    logical_or => |;
+    /// `a ^ b` on bool tensors, with broadcasting.
+    logical_xor => ^;
+}
+
+/// `!x` on a bool tensor.
+pub fn logical_not<'a>(x: impl IntoView<'a, bool>) -> Result<ArrayD<bool>, Error> {
+    unary(x, |v: bool| !v)
+}
+
+/// The error function.
+pub fn erf<'a, T: ActivationMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, T::erf_)
+}
+
+/// TensorFlow's `gelu`: `approximate = false` is the exact `0.5 * x * (1 + erf(x / sqrt(2)))`,
+/// `true` the tanh form `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x³)))`.
+pub fn gelu<'a, T: ActivationMath>(
+    x: impl IntoView<'a, T>,
+    approximate: bool,
+) -> Result<ArrayD<T>, Error> {
+    if approximate {
+        unary(x, T::gelu_tanh_)
+    } else {
+        unary(x, T::gelu_)
+    }
+}
+
+/// `ln(1 + e^x)`, computed without overflow, with TensorFlow's thresholds.
+pub fn softplus<'a, T: ActivationMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, T::softplus_)
+}
+
+/// `x` for `x > 0`, `e^x - 1` otherwise.
+pub fn elu<'a, T: ActivationMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary(x, T::elu_)
+}
+
+/// `x` for `x > 0`, `alpha * x` otherwise (TensorFlow's default `alpha` is 0.2).
+pub fn leaky_relu<'a, T: Float>(x: impl IntoView<'a, T>, alpha: T) -> Result<ArrayD<T>, Error> {
+    unary(x, move |v: T| leaky_relu_scalar(v, alpha))
+}
+
+/// The scalar `leaky_relu`, shared with compiled graphs.
+#[inline(always)]
+pub fn leaky_relu_scalar<T: Numeric>(x: T, alpha: T) -> T {
+    if x > T::ZERO {
+        x
+    } else {
+        x.mul(alpha)
+    }
+}
+
+/// TensorFlow's `clip_by_value`: `maximum(minimum(x, hi), lo)` with broadcasting (NaN stays NaN).
+pub fn clip_by_value<'a, 'b, 'c, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    lo: impl IntoView<'b, T>,
+    hi: impl IntoView<'c, T>,
+) -> Result<ArrayD<T>, Error> {
+    let upper = minimum(x, hi)?;
+    maximum(&upper, lo)
 }
 
 macro_rules! comparison {

@@ -2,7 +2,7 @@ use grafo::prelude::*;
 
 #[graph]
 fn f(x: Tensor<f32, N>, y: Tensor<f32, N>) -> Tensor<f32, N> {
-    select(!(x > y), x, y)
+    x & y
 }
 
 fn main() {}

@@ -1,0 +1,259 @@
+//! Lowering of the activation and normalisation calls: `gelu`, `leaky_relu`, `clip_by_value`, `batch_normalization` and `layer_norm`.
+//!
+//! `gelu` and `leaky_relu` become one elementwise node each; `clip_by_value`,
+//! `batch_normalization` and `layer_norm` are written in the existing ops (as TensorFlow
+//! defines them), so fusion sees ordinary elementwise chains and reductions: `layer_norm`
+//! over trailing axes is the same graph as the hand-written W4 and runs as one row pass.
+
+use super::{Lowerer, Span, Value};
+use crate::infer;
+use crate::ir::*;
+use syn::Expr;
+
+/// Keras' default `epsilon` of `LayerNormalization`.
+const LAYER_NORM_EPSILON: f64 = 1e-3;
+/// TensorFlow's default `alpha` of `leaky_relu`.
+const LEAKY_RELU_ALPHA: f64 = 0.2;
+
+impl Lowerer<'_> {
+    /// Lowers `name(args)` if it is one of this family; `None` for any other name.
+    pub(super) fn lower_activation_call(
+        &mut self,
+        name: &str,
+        args: &[&Expr],
+        span: Span,
+    ) -> Option<Value> {
+        let usage = match name {
+            "gelu" => (1, 2, "a float tensor and optionally `approximate` (`true` for the tanh form, default `false`)"),
+            "leaky_relu" => (1, 2, "a float tensor and optionally `alpha` (a scalar, default 0.2)"),
+            "clip_by_value" => (3, 3, "a tensor, the lower bound and the upper bound"),
+            "batch_normalization" => (6, 6, "x, mean, variance, offset, scale and variance_epsilon"),
+            "layer_norm" => (3, 5, "x, gamma, beta, optionally the axis or `[axes]` (default -1) and epsilon (default 1e-3)"),
+            _ => return None,
+        };
+        if args.len() < usage.0 || args.len() > usage.1 {
+            self.diag.error(
+                span,
+                format!(
+                    "`{name}` takes {}; found {} argument(s)",
+                    usage.2,
+                    args.len()
+                ),
+            );
+            return Some(Value::Tensor(self.poisoned(span)));
+        }
+        let saved = self.operator.replace(name.to_string());
+        let id = match name {
+            "gelu" => self.gelu(args, span),
+            "leaky_relu" => self.leaky_relu(args, span),
+            "clip_by_value" => self.clip_by_value(args, span),
+            "batch_normalization" => self.batch_normalization(args, span),
+            _ => self.layer_norm(args, span),
+        };
+        self.operator = saved;
+        Some(Value::Tensor(id))
+    }
+
+    /// A unary node over `x` (weak literals take their default dtype).
+    fn unary_node(&mut self, u: UnaryOp, x: NodeId, span: Span) -> NodeId {
+        let x = self.concrete(x);
+        let n = self.graph.node(x).clone();
+        let name = self
+            .operator
+            .clone()
+            .unwrap_or_else(|| u.name().to_string());
+        let r = infer::unary_of(&name, u.operand_kind(), (n.dtype, &n.shape));
+        self.typed(Op::Unary(u), vec![x], r, span)
+    }
+
+    /// Fails (poisoning) unless `x` is a float tensor: the normalisations and activations need one.
+    fn float_operand(&mut self, op: &str, x: NodeId, arg: &Expr) -> Option<NodeId> {
+        let x = self.concrete(x);
+        let n = self.graph.node(x).clone();
+        if n.poisoned {
+            return None;
+        }
+        match infer::unary_of(op, OperandKind::Float, (n.dtype, &n.shape)) {
+            Ok(_) => Some(x),
+            Err(msg) => {
+                self.diag.error(arg.span(), msg);
+                None
+            }
+        }
+    }
+
+    /// A weak float literal (it takes the dtype of the tensor it meets).
+    fn weak_float(&mut self, v: f64, span: Span) -> NodeId {
+        self.push(
+            Op::Const {
+                value: Scalar::Float(v),
+                weak: true,
+            },
+            vec![],
+            DType::F32,
+            vec![],
+            span,
+        )
+    }
+
+    /// `gelu(x)` / `gelu(x, approximate)`.
+    fn gelu(&mut self, args: &[&Expr], span: Span) -> NodeId {
+        let approximate = match args.get(1) {
+            None => false,
+            Some(e) => match self.host_literal_bool(e) {
+                Some(b) => b,
+                None => {
+                    self.diag.error(
+                        e.span(),
+                        "`gelu`'s `approximate` must be the literal `true` (tanh form) or `false` (erf form)",
+                    );
+                    return self.poisoned(span);
+                }
+            },
+        };
+        let x = self.operand(args[0]);
+        let op = if approximate {
+            UnaryOp::GeluTanh
+        } else {
+            UnaryOp::Gelu
+        };
+        self.unary_node(op, x, span)
+    }
+
+    /// `leaky_relu(x)` / `leaky_relu(x, alpha)` with a scalar `alpha`.
+    fn leaky_relu(&mut self, args: &[&Expr], span: Span) -> NodeId {
+        let x = self.operand(args[0]);
+        let Some(x) = self.float_operand("leaky_relu", x, args[0]) else {
+            return self.poisoned(span);
+        };
+        let alpha = match args.get(1) {
+            Some(a) => {
+                let id = self.operand(a);
+                let n = self.graph.node(id);
+                if !n.poisoned && !n.shape.is_empty() {
+                    let msg = format!(
+                        "`leaky_relu`'s `alpha` must be a scalar (TensorFlow's attribute), found {}",
+                        type_str(n.dtype, &n.shape)
+                    );
+                    self.diag.error(a.span(), msg);
+                    return self.poisoned(span);
+                }
+                id
+            }
+            None => self.weak_float(LEAKY_RELU_ALPHA, span),
+        };
+        self.binary(BinaryOp::LeakyRelu, x, alpha, span)
+    }
+
+    /// Fails unless `p` broadcasts to exactly `x`'s shape (a bound or a parameter of `x`).
+    fn broadcasts_to_x(&mut self, op: &str, what: &str, x: NodeId, p: NodeId, arg: &Expr) -> bool {
+        let (nx, np) = (self.graph.node(x).clone(), self.graph.node(p).clone());
+        if nx.poisoned || np.poisoned {
+            return false;
+        }
+        match infer::broadcast(op, &nx.shape, &np.shape) {
+            Ok(s) if s == nx.shape => true,
+            _ => {
+                let msg = format!(
+                    "`{op}`'s {what} must broadcast to the shape of `x` {}, found {}",
+                    shape_str(&nx.shape),
+                    shape_str(&np.shape)
+                );
+                self.diag.error(arg.span(), msg);
+                false
+            }
+        }
+    }
+
+    /// `clip_by_value(x, lo, hi)` = `maximum(minimum(x, hi), lo)` (TensorFlow's definition).
+    fn clip_by_value(&mut self, args: &[&Expr], span: Span) -> NodeId {
+        let x = self.operand(args[0]);
+        let x = self.concrete(x);
+        let (lo, hi) = (self.operand(args[1]), self.operand(args[2]));
+        let ok_lo = self.broadcasts_to_x("clip_by_value", "lower bound", x, lo, args[1]);
+        let ok_hi = self.broadcasts_to_x("clip_by_value", "upper bound", x, hi, args[2]);
+        if !ok_lo || !ok_hi {
+            return self.poisoned(span);
+        }
+        let upper = self.binary(BinaryOp::Minimum, x, hi, span);
+        self.binary(BinaryOp::Maximum, upper, lo, span)
+    }
+
+    /// `batch_normalization(x, mean, variance, offset, scale, variance_epsilon)`, TensorFlow's
+    /// inference form: `inv = rsqrt(variance + eps) * scale; x * inv + (offset - mean * inv)`.
+    fn batch_normalization(&mut self, args: &[&Expr], span: Span) -> NodeId {
+        let x = self.operand(args[0]);
+        let Some(x) = self.float_operand("batch_normalization", x, args[0]) else {
+            return self.poisoned(span);
+        };
+        let ops: Vec<NodeId> = args[1..].iter().map(|a| self.operand(a)).collect();
+        let (mean, variance, offset, scale, eps) = (ops[0], ops[1], ops[2], ops[3], ops[4]);
+        let v = self.binary(BinaryOp::Add, variance, eps, span);
+        let inv = self.unary_node(UnaryOp::Rsqrt, v, span);
+        let inv = self.binary(BinaryOp::Mul, inv, scale, span);
+        let scaled = self.binary(BinaryOp::Mul, x, inv, span);
+        let shift = self.binary(BinaryOp::Mul, mean, inv, span);
+        let shift = self.binary(BinaryOp::Sub, offset, shift, span);
+        self.binary(BinaryOp::Add, scaled, shift, span)
+    }
+
+    /// `reduce_mean(x, axes, keep_dims = true)`.
+    fn mean_keep_dims(
+        &mut self,
+        x: NodeId,
+        axes_raw: &[i64],
+        span: Span,
+        axes_span: Span,
+    ) -> NodeId {
+        let n = self.graph.node(x).clone();
+        if n.poisoned {
+            return self.poisoned(span);
+        }
+        let kind = ReduceKind::Mean;
+        let r = infer::normalize_axes("layer_norm", axes_raw, n.shape.len(), &n.shape).and_then(
+            |axes| infer::reduce("layer_norm", (n.dtype, &n.shape), &axes, true).map(|t| (axes, t)),
+        );
+        let make = |axes| Op::Reduce {
+            kind,
+            axes,
+            keep_dims: true,
+        };
+        self.typed_with(vec![x], r, make, axes_span, span)
+    }
+
+    /// `layer_norm(x, gamma, beta, axis = -1, epsilon = 1e-3)` (Keras' `LayerNormalization`):
+    /// the mean and variance over `axis` (kept), then `(x - mean) / sqrt(variance + epsilon) * gamma + beta`.
+    fn layer_norm(&mut self, args: &[&Expr], span: Span) -> NodeId {
+        let x = self.operand(args[0]);
+        let Some(x) = self.float_operand("layer_norm", x, args[0]) else {
+            return self.poisoned(span);
+        };
+        let (gamma, beta) = (self.operand(args[1]), self.operand(args[2]));
+        let ok_g = self.broadcasts_to_x("layer_norm", "gamma", x, gamma, args[1]);
+        let ok_b = self.broadcasts_to_x("layer_norm", "beta", x, beta, args[2]);
+        if !ok_g || !ok_b {
+            return self.poisoned(span);
+        }
+        let axes: Vec<i64> = match args.get(3) {
+            None => vec![-1],
+            Some(a) => match self.int_list(a) {
+                Some(v) => v,
+                None => return self.poisoned(span),
+            },
+        };
+        let axes_span = args.get(3).map_or(span, |a| a.span());
+        let eps = match args.get(4) {
+            Some(e) => self.operand(e),
+            None => self.weak_float(LAYER_NORM_EPSILON, span),
+        };
+        let mean = self.mean_keep_dims(x, &axes, span, axes_span);
+        let d = self.binary(BinaryOp::Sub, x, mean, span);
+        let sq = self.binary(BinaryOp::Mul, d, d, span);
+        let var = self.mean_keep_dims(sq, &axes, span, axes_span);
+        let v = self.binary(BinaryOp::Add, var, eps, span);
+        let sd = self.unary_node(UnaryOp::Sqrt, v, span);
+        let y = self.binary(BinaryOp::Div, d, sd, span);
+        let y = self.binary(BinaryOp::Mul, y, gamma, span);
+        self.binary(BinaryOp::Add, y, beta, span)
+    }
+}

@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(n: Tensor<i32, N>) -> Tensor<i32, N> {
+    erf(n)
+}
+
+fn main() {}
