@@ -12,10 +12,23 @@ use proc_macro2::TokenStream;
 /// The largest value (in elements) of a graph that `run` keeps on the caller's thread.
 const SMALL_GRAPH_ELEMENTS: u64 = 4096;
 
+/// The stack the expansion runs on: parsing, lowering, the passes and emission recurse
+/// once per level of expression nesting (syn's parser too), so a 10,000-deep
+/// `neg(abs(neg(..)))` needs far more than a compiler thread's 8 MiB. The stack is mapped
+/// lazily: only the depth a program reaches is touched.
+const EXPANSION_STACK: usize = 1 << 30;
+
 /// Expands `#[graph(attr)] item`: a `fn` into the compiled function and its
 /// `NAME::{eager, run, graph}` module; a `mod` into the same for every `fn` inside, each
 /// able to call the others (the call is inlined).
+///
+/// Runs on a stack of its own (`stacker`, as rustc does for its own recursion): on the same
+/// thread, so the proc-macro API stays usable, but deep enough for any nesting rustc parses.
 pub fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    stacker::grow(EXPANSION_STACK, move || expand_on_this_stack(attr, item))
+}
+
+fn expand_on_this_stack(attr: TokenStream, item: TokenStream) -> TokenStream {
     match syn::parse2::<syn::Item>(unwrap_invisible_groups(item)) {
         Ok(syn::Item::Fn(func)) => expand_fn(attr, func, &lower::Callees::default()),
         Ok(syn::Item::Mod(module)) => expand_mod(attr, module),

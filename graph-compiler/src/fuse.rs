@@ -170,6 +170,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
 
     // Decide materialisation in program order (operands before users).
     let mut materialised = vec![true; n];
+    let mut transcendental = vec![false; n];
     let mut cost = vec![0usize; n];
     for i in 0..n {
         let node = &graph.nodes[i];
@@ -191,7 +192,16 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             .map(|x| cost[x.0])
             .sum::<usize>();
         cost[i] = c;
-        let expensive = subtree_has_transcendental(graph, NodeId(i), &materialised);
+        // Whether the fused expression has a transcendental function, from the operands'
+        // answers (each inlined operand was decided before, so this stays linear).
+        let expensive = {
+            let own = matches!(node.op, Op::Unary(u) if u.needs_float())
+                || matches!(node.op, Op::Binary(BinaryOp::Pow));
+            own || node.inputs.iter().any(|x| {
+                !materialised[x.0] && graph.node(*x).op.is_elementwise() && transcendental[x.0]
+            })
+        };
+        transcendental[i] = expensive;
         let fusable_users = users[i].iter().all(|&u| {
             let un = graph.node(u);
             un.region == node.region
@@ -457,26 +467,22 @@ pub fn reduction_split(graph: &Graph, r: NodeId) -> usize {
     }
 }
 
-fn subtree_has_transcendental(graph: &Graph, id: NodeId, materialised: &[bool]) -> bool {
-    let n = graph.node(id);
-    let own = matches!(n.op, Op::Unary(u) if u.needs_float())
-        || matches!(n.op, Op::Binary(BinaryOp::Pow));
-    own || n.inputs.iter().any(|&x| {
-        !materialised[x.0]
-            && graph.node(x).op.is_elementwise()
-            && subtree_has_transcendental(graph, x, materialised)
-    })
-}
-
 /// The nodes of the fused expression rooted at `id` (inlined ones), operands first, root last.
 pub fn collect_tree(graph: &Graph, id: NodeId, materialised: &[bool], out: &mut Vec<NodeId>) {
-    for &x in &graph.node(id).inputs {
-        if !materialised[x.0] && !out.contains(&x) && !is_leaf_scalar_const(&graph.node(x).op) {
-            collect_tree(graph, x, materialised, out);
+    // Iterative (a 10,000-op chain is one tree) and linear: a node is entered once.
+    let mut seen: std::collections::HashSet<NodeId> = out.iter().copied().collect();
+    let mut stack: Vec<(NodeId, usize)> = vec![(id, 0)];
+    while let Some((x, next)) = stack.pop() {
+        let inputs = &graph.node(x).inputs;
+        if let Some(&c) = inputs.get(next) {
+            stack.push((x, next + 1));
+            if !materialised[c.0] && !seen.contains(&c) && !is_leaf_scalar_const(&graph.node(c).op)
+            {
+                stack.push((c, 0));
+            }
+        } else if seen.insert(x) {
+            out.push(x);
         }
-    }
-    if !out.contains(&id) {
-        out.push(id);
     }
 }
 
@@ -484,15 +490,15 @@ pub fn collect_tree(graph: &Graph, id: NodeId, materialised: &[bool], out: &mut 
 pub fn tree_leaves(graph: &Graph, id: NodeId, materialised: &[bool]) -> Vec<NodeId> {
     let mut out = Vec::new();
     let mut stack = vec![id];
-    let mut seen = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut found = std::collections::HashSet::new();
     while let Some(x) = stack.pop() {
-        if seen.contains(&x) {
+        if !seen.insert(x) {
             continue;
         }
-        seen.push(x);
         for &c in &graph.node(x).inputs {
             if materialised[c.0] {
-                if !out.contains(&c) {
+                if found.insert(c) {
                     out.push(c);
                 }
             } else if !is_leaf_scalar_const(&graph.node(c).op) {

@@ -5,14 +5,18 @@ use crate::ir::*;
 
 /// Merges duplicate pure nodes (program order keeps the first; later duplicates forward to it).
 pub fn run(graph: &mut Graph) {
-    let mut seen: Vec<NodeId> = Vec::new();
+    // Candidates by op name and inputs, so a long program stays linear.
+    let mut seen: std::collections::HashMap<(String, Vec<NodeId>), Vec<NodeId>> =
+        std::collections::HashMap::new();
     for i in 0..graph.nodes.len() {
         let id = NodeId(i);
         let n = graph.node(id).clone();
         if n.poisoned || n.op.is_effect() || matches!(n.op, Op::Input { .. } | Op::CondOut { .. }) {
             continue;
         }
-        let twin = seen.iter().copied().find(|&s| {
+        let key = (n.op.name(), n.inputs.clone());
+        let candidates = seen.entry(key.clone()).or_default();
+        let twin = candidates.iter().copied().find(|&s| {
             let m = graph.node(s);
             same_op(&m.op, &n.op)
                 && m.inputs == n.inputs
@@ -22,7 +26,7 @@ pub fn run(graph: &mut Graph) {
         });
         match twin {
             Some(t) => replace_uses(graph, id, t),
-            None => seen.push(id),
+            None => seen.entry(key).or_default().push(id),
         }
     }
 }
