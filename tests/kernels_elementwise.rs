@@ -414,9 +414,9 @@ fn select_cast_and_creation() {
         E::cast::<bool, _>(&x).unwrap().into_raw_vec_and_offset().0,
         vec![true, true, true, true]
     );
-    assert_eq!(E::zeros::<f32>(&[2, 3]).shape(), &[2, 3]);
-    assert!(E::ones::<i64>(&[4]).iter().all(|&v| v == 1));
-    assert!(E::fill(&[0, 3], 2.0f32).is_empty());
+    assert_eq!(E::zeros::<f32>(&[2, 3]).unwrap().shape(), &[2, 3]);
+    assert!(E::ones::<i64>(&[4]).unwrap().iter().all(|&v| v == 1));
+    assert!(E::fill(&[0, 3], 2.0f32).unwrap().is_empty());
     assert_eq!(E::constant(3.5f64).ndim(), 0);
 }
 

@@ -79,8 +79,8 @@ fn session(threads: usize) -> Session {
 /// them, give them back. Counting is switched on inside, on the pool's thread, when `count`.
 fn plan_step(ctx: &mut ExecCtx<'_>, n: usize, count: bool) -> f32 {
     set_counting(count);
-    let mut a: Vec<f32> = ctx.take(0, n);
-    let mut b: Vec<i64> = ctx.take(1, n / 2);
+    let mut a: Vec<f32> = ctx.take(0, n, "a").expect("n f32 fit");
+    let mut b: Vec<i64> = ctx.take(1, n / 2, "b").expect("n / 2 i64 fit");
     a.iter_mut().enumerate().for_each(|(i, v)| *v = i as f32);
     b.iter_mut().for_each(|v| *v = 3);
     let checksum = a[n - 1] + b[0] as f32;

@@ -1,5 +1,6 @@
 //! Helpers the code emitted by `#[graph]` calls: argument views, entry checks binding symbolic dims, broadcast offsets, result arrays.
 
+use crate::buffer;
 use crate::dtype::Element;
 use crate::error::Error;
 use ndarray::{Array, ArrayBase, ArrayView, CowArray, Data, Dimension, IxDyn};
@@ -111,12 +112,21 @@ fn symbol_error(
 }
 
 /// A contiguous row-major copy of `view`, or the view itself when it already is one (no copy).
+///
+/// The copy's buffer is allocated fallibly: [`Error::OutOfMemory`] names the parameter.
 #[inline]
-pub fn standard<'a, T: Clone, D: Dimension>(view: ArrayView<'a, T, D>) -> CowArray<'a, T, D> {
+pub fn standard<'a, T: Clone, D: Dimension>(
+    param: &'static str,
+    view: ArrayView<'a, T, D>,
+) -> Result<CowArray<'a, T, D>, Error> {
     if view.is_standard_layout() {
-        CowArray::from(view)
-    } else {
-        CowArray::from(view.as_standard_layout().into_owned())
+        return Ok(CowArray::from(view));
+    }
+    let mut data = buffer::with_capacity(param, view.len())?;
+    data.extend(view.iter().cloned());
+    match Array::from_shape_vec(view.raw_dim(), data) {
+        Ok(a) => Ok(CowArray::from(a)),
+        Err(_) => contiguous_invariant(),
     }
 }
 
@@ -132,7 +142,7 @@ pub fn contiguous<'b, T, D: Dimension>(a: &'b CowArray<'_, T, D>) -> &'b [T] {
 #[cold]
 #[inline(never)]
 fn contiguous_invariant() -> ! {
-    unreachable!("as_standard_layout always yields a contiguous array")
+    unreachable!("a standard-layout array (or copy) is contiguous and has its view's shape")
 }
 
 /// The single element of a rank-0 view.
@@ -187,12 +197,21 @@ pub fn view_of<'a, T>(data: &'a [T], shape: &[usize]) -> Result<ArrayView<'a, T,
     ArrayView::from_shape(IxDyn(shape), data).map_err(|e| Error::invalid("view", e.to_string()))
 }
 
-/// A fresh zero-initialised buffer for a result.
+/// A fresh zero-initialised buffer of `len` elements for the value of op `op`, or the error
+/// of an allocation that failed.
 #[inline]
-pub fn fresh<T: Element>(len: usize) -> Vec<T> {
-    let v = vec![T::default(); len];
+pub fn fresh<T: Element>(op: &'static str, len: usize) -> Result<Vec<T>, Error> {
+    let v = buffer::zeroed(op, len)?;
     crate::pages::advise_huge(&v);
-    v
+    Ok(v)
+}
+
+/// Checks at entry that the value of op `op`, of `shape` (some dims symbolic), has an
+/// element count that fits: every size the compiled code computes from this shape is then
+/// free of overflow.
+#[inline]
+pub fn check_size<T>(op: &'static str, shape: &[usize]) -> Result<(), Error> {
+    buffer::element_count::<T>(op, shape).map(|_| ())
 }
 
 /// Maximum rank for broadcast offsets.

@@ -67,6 +67,23 @@ pub enum Error {
         message: String,
         line: u32,
     },
+    /// A tensor is too large to address: its element count overflows `usize`, or its size is
+    /// above `isize::MAX` bytes (the limit of every Rust allocation, and ndarray's).
+    #[error(
+        "`{op}`: a tensor of shape {shape:?} with {elem_bytes}-byte elements is too large: its size overflows the address space"
+    )]
+    SizeOverflow {
+        op: &'static str,
+        shape: Vec<usize>,
+        elem_bytes: usize,
+    },
+    /// The allocator could not provide the buffer of a result or an intermediate.
+    #[error("`{op}`: out of memory allocating {bytes} bytes ({elements} elements)")]
+    OutOfMemory {
+        op: &'static str,
+        elements: usize,
+        bytes: usize,
+    },
     /// Writing an export (TensorBoard event file, trace) failed.
     #[error("i/o error: {0}")]
     Io(String),
@@ -141,6 +158,28 @@ impl Error {
             op,
             message: message.to_string(),
             line: 0,
+        }
+    }
+
+    /// A size that overflows the address space (see [`Error::SizeOverflow`]).
+    #[cold]
+    #[inline(never)]
+    pub fn size_overflow(op: &'static str, shape: &[usize], elem_bytes: usize) -> Error {
+        Error::SizeOverflow {
+            op,
+            shape: shape.to_vec(),
+            elem_bytes,
+        }
+    }
+
+    /// A failed allocation of `elements` elements, `bytes` bytes in all.
+    #[cold]
+    #[inline(never)]
+    pub fn out_of_memory(op: &'static str, elements: usize, bytes: usize) -> Error {
+        Error::OutOfMemory {
+            op,
+            elements,
+            bytes,
         }
     }
 

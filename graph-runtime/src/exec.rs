@@ -2,11 +2,14 @@
 //!
 //! A compiled graph asks its context for the buffer of each slot of its plan
 //! ([`ExecCtx::take`]) and hands it back when the plan says the slot is free
-//! ([`ExecCtx::give`]). A plain call uses a fresh [`Arena`] (so each buffer is allocated
-//! once per call); a `Session` keeps one arena per graph, so steady-state runs allocate
-//! nothing but their outputs.
+//! ([`ExecCtx::give`]). A plain call uses its thread's [`Arena`] for the graph and a
+//! `Session` one arena per graph, so steady-state runs allocate nothing but their outputs.
+//! A new buffer comes zeroed from [`crate::buffer`] (never uninitialised memory), and one
+//! that cannot be allocated is an `Err`, not an abort.
 
+use crate::buffer;
 use crate::dtype::{DType, Element};
+use crate::error::Error;
 use std::time::Instant;
 
 /// A typed buffer held by one slot of an arena.
@@ -25,34 +28,11 @@ pub enum SlotBuffer {
 pub trait SlotElement: Element {
     fn wrap(v: Vec<Self>) -> SlotBuffer;
     fn unwrap(b: SlotBuffer) -> Option<Vec<Self>>;
-    /// A buffer of `len` elements that a kernel is about to overwrite entirely.
-    fn for_overwrite(len: usize) -> Vec<Self>;
-}
-
-/// A buffer of `len` plain numbers whose contents are left as the allocator hands them over.
-///
-/// Zeroing a fresh buffer costs a pass over memory (or page faults) that is as expensive
-/// as a light kernel (DESIGN-NOTES §1: 2.07 → 1.43 ms on W1), and every kernel writes all of
-/// its output before anything reads it, so compiled graphs skip it.
-// Clippy's `uninit_vec` guards against reading such a buffer; here nothing reads an
-// element before a kernel has written it, which is what makes skipping the fill sound.
-#[allow(clippy::uninit_vec)]
-fn numbers_for_overwrite<T: Copy>(len: usize) -> Vec<T> {
-    let mut v = Vec::with_capacity(len);
-    crate::pages::advise_huge(&v);
-    // SAFETY: `T` is one of f32, f64, i32, i64, for which any bit pattern is a value; the
-    // capacity is `len`; the kernel that receives the buffer writes every element before
-    // any element is read (the buffer plan hands a buffer only to the group that writes it).
-    unsafe { v.set_len(len) };
-    v
 }
 
 macro_rules! slot_element {
-    ($t:ty, $v:ident, $overwrite:expr) => {
+    ($t:ty, $v:ident) => {
         impl SlotElement for $t {
-            fn for_overwrite(len: usize) -> Vec<Self> {
-                $overwrite(len)
-            }
             fn wrap(v: Vec<Self>) -> SlotBuffer {
                 SlotBuffer::$v(v)
             }
@@ -65,11 +45,11 @@ macro_rules! slot_element {
         }
     };
 }
-slot_element!(f32, F32, numbers_for_overwrite::<f32>);
-slot_element!(f64, F64, numbers_for_overwrite::<f64>);
-slot_element!(i32, I32, numbers_for_overwrite::<i32>);
-slot_element!(i64, I64, numbers_for_overwrite::<i64>);
-slot_element!(bool, Bool, |len| vec![false; len]);
+slot_element!(f32, F32);
+slot_element!(f64, F64);
+slot_element!(i32, I32);
+slot_element!(i64, I64);
+slot_element!(bool, Bool);
 
 /// The buffers of one graph's static plan, kept between runs by a session.
 #[derive(Debug, Default)]
@@ -235,21 +215,33 @@ impl<'a> ExecCtx<'a> {
         )
     }
 
-    /// The buffer of `slot`, resized to `len` elements. Its contents are unspecified (the
-    /// kernel that writes it overwrites all of it); it allocates only when the slot is new,
-    /// of another dtype, or too small.
+    /// The buffer of `slot`, resized to `len` elements, for the value of op `op`.
+    ///
+    /// Its contents are unspecified but initialised (zeros in a fresh buffer, an earlier
+    /// value in a reused one): the kernel that writes it overwrites all of it. It allocates
+    /// only when the slot is new, of another dtype, or too small; a buffer that cannot be
+    /// allocated is [`Error::OutOfMemory`] (or [`Error::SizeOverflow`]) naming `op`.
     #[inline]
-    pub fn take<T: SlotElement>(&mut self, slot: usize, len: usize) -> Vec<T> {
+    pub fn take<T: SlotElement>(
+        &mut self,
+        slot: usize,
+        len: usize,
+        op: &'static str,
+    ) -> Result<Vec<T>, Error> {
         if slot >= self.arena.slots.len() {
             self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
         }
         let held = std::mem::take(&mut self.arena.slots[slot]);
         let mut v = T::unwrap(held).unwrap_or_default();
         if v.capacity() < len {
-            return T::for_overwrite(len);
+            // The old buffer goes first, so that the peak is one buffer, not two.
+            drop(v);
+            let fresh = buffer::zeroed(op, len)?;
+            crate::pages::advise_huge(&fresh);
+            return Ok(fresh);
         }
         v.resize(len, T::default());
-        v
+        Ok(v)
     }
 
     /// Returns a buffer to `slot` so that a later step (or run) reuses it.

@@ -1,5 +1,6 @@
 //! grafo's run-time: the parallel kernels compiled graphs call, the eager API, `Session`, and the graph description types.
 
+pub mod buffer;
 pub mod compiled;
 pub mod conv;
 pub mod conv_general;

@@ -272,6 +272,7 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             let name = &t.name;
+            let pname = name.to_string();
             let vid = v(id);
             let et = elem_ty(t.dtype);
             if t.shape.is_empty() {
@@ -282,13 +283,14 @@ impl<'a> Emitter<'a> {
             } else {
                 let cow = format_ident!("__cow_{}", id.0);
                 out.extend(quote! {
-                    let #cow = ::grafo::__private::compiled::standard(#name.view());
+                    let #cow = ::grafo::__private::compiled::standard(#pname, #name.view())?;
                     let #vid: &[#et] = ::grafo::__private::compiled::contiguous(&#cow);
                 });
                 self.store.insert(id, Store::Slice);
             }
         }
         self.profile_labels = self.plan.groups.iter().map(|g| self.label(g)).collect();
+        out.extend(self.size_checks(Region::Main));
         match self.sched.fork.clone() {
             Some(fork) => out.extend(self.forked(&fork)),
             None => out.extend(self.region(Region::Main)),
@@ -305,7 +307,7 @@ impl<'a> Emitter<'a> {
                 && self.store.get(&o) != Some(&Store::Scalar)
             {
                 let s = self.slice(o);
-                quote!((#s).to_vec())
+                quote!(::grafo::__private::buffer::copied("result", #s)?)
             } else {
                 self.owned_copy(o)
             };
@@ -346,7 +348,7 @@ impl<'a> Emitter<'a> {
             }
             Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
                 let s = self.slice(o);
-                quote!((#s).to_vec())
+                quote!(::grafo::__private::buffer::copied("result", #s)?)
             }
             Some(Store::Scalar) => quote!(::std::vec![#vid]),
             None => {
@@ -417,7 +419,7 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// Emits the groups of one region in schedule order.
+    /// Emits the groups of one region in schedule order (a cond arm's after its size checks).
     fn region(&mut self, r: Region) -> TokenStream {
         let ids = self
             .sched
@@ -425,7 +427,54 @@ impl<'a> Emitter<'a> {
             .get(&r)
             .cloned()
             .unwrap_or_default();
-        self.run_groups(&ids)
+        let mut out = match r {
+            Region::Main => TokenStream::new(),
+            Region::Arm { .. } => self.size_checks(r),
+        };
+        out.extend(self.run_groups(&ids));
+        out
+    }
+
+    /// Checks, before region `r` runs, that the element count of every value it computes
+    /// fits (`check_size`): the sizes the code derives from a shape with symbols, or from a
+    /// static shape too large to address, then cannot overflow, and an `Err` names the op.
+    /// A cond arm skips the shapes the main region checked at entry.
+    fn size_checks(&self, r: Region) -> TokenStream {
+        let checked = |n: &Node, i: usize, region: Region| {
+            n.region == region
+                && self.plan.live[i]
+                && !n.poisoned
+                && !n.shape.is_empty()
+                && !matches!(n.op, Op::Input { .. } | Op::CondOut { .. })
+        };
+        let mut seen: Vec<(&Shape, DType)> = Vec::new();
+        if r != Region::Main {
+            for (i, n) in self.graph.nodes.iter().enumerate() {
+                if checked(n, i, Region::Main) {
+                    seen.push((&n.shape, n.dtype));
+                }
+            }
+        }
+        let mut out = TokenStream::new();
+        for (i, n) in self.graph.nodes.iter().enumerate() {
+            if !checked(n, i, r) || seen.contains(&(&n.shape, n.dtype)) {
+                continue;
+            }
+            seen.push((&n.shape, n.dtype));
+            let symbolic = n.shape.iter().any(|d| matches!(d, Dim::Sym(_)));
+            let static_bytes = n.shape.iter().try_fold(elem_bytes(n.dtype), |acc, d| match d {
+                Dim::Const(k) => acc.checked_mul((*k).max(1)),
+                Dim::Sym(_) => Some(acc),
+            });
+            if !symbolic && static_bytes.is_some_and(|b| b <= isize::MAX as u64) {
+                continue;
+            }
+            let op = n.op.name();
+            let et = elem_ty(n.dtype);
+            let shape = shape_expr(&n.shape);
+            out.extend(quote!(::grafo::__private::compiled::check_size::<#et>(#op, &#shape)?;));
+        }
+        out
     }
 
     /// Whether the code being emitted may move `v` (inside a forked branch, the values
@@ -788,6 +837,7 @@ impl<'a> Emitter<'a> {
         let n = self.node(id);
         let et = elem_ty(n.dtype);
         let len = len_expr(&n.shape);
+        let op = n.op.name();
         let vid = v(id);
         self.store.insert(id, Store::Owned);
         if let Some(l) = self.sched.in_place[id.0] {
@@ -802,10 +852,10 @@ impl<'a> Emitter<'a> {
         }
         match self.sched.slot[id.0] {
             Some(s) => {
-                quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len);)
+                quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len, #op)?;)
             }
             _ => {
-                quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh::<#et>(#len);)
+                quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh::<#et>(#op, #len)?;)
             }
         }
     }
@@ -1728,13 +1778,22 @@ impl<'a> Emitter<'a> {
             } else if !self.store.contains_key(&o) || self.store.get(&o) == Some(&Store::Scalar) {
                 let e = self.scalar_value(o);
                 let len = len_expr(&self.node(o).shape);
-                vals.push(quote!(::std::vec![#e; #len]));
+                vals.push(quote!(::grafo::__private::buffer::filled("cond", #len, #e)?));
             } else {
                 let s = self.slice(o);
-                vals.push(quote!((#s).to_vec()));
+                vals.push(quote!(::grafo::__private::buffer::copied("cond", #s)?));
             }
         }
         ((code, vals), moved_outer)
+    }
+}
+
+/// The size in bytes of one element of `dtype`.
+fn elem_bytes(dtype: DType) -> u64 {
+    match dtype {
+        DType::F64 | DType::I64 => 8,
+        DType::F32 | DType::I32 => 4,
+        DType::Bool => 1,
     }
 }
 

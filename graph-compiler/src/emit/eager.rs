@@ -106,7 +106,7 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
         Op::Fill => {
             let x = e(n.inputs[0]);
             let shape = shape_expr(&n.shape);
-            quote!(#ev::fill::<#et>(&#shape, ::grafo::__private::compiled::eager_scalar(&#x.view())?))
+            quote!(#ev::fill::<#et>(&#shape, ::grafo::__private::compiled::eager_scalar(&#x.view())?)?)
         }
         Op::Unary(UnaryOp::Gelu) => call("gelu", &[ins[0].clone(), quote!(false)]),
         Op::Unary(UnaryOp::GeluTanh) => call("gelu", &[ins[0].clone(), quote!(true)]),

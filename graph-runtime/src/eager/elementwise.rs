@@ -3,6 +3,7 @@
 use super::IntoView;
 use crate::dtype::{CastTo, Element, Float, Numeric};
 use crate::elementwise::{binary_into, broadcast_shapes, map_into, math_into, ternary_into};
+use crate::buffer;
 use crate::error::Error;
 use crate::math::{ActivationMath, FloatMath, MathFn};
 use crate::parallel::map_reduce;
@@ -39,7 +40,7 @@ where
     let (a, b) = (a.into_view(), b.into_view());
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
     let (sa, sb) = (standard(&a), standard(&b));
-    let mut out = vec![O::default(); shape.iter().product()];
+    let mut out = buffer::zeroed_for(op, &shape)?;
     binary_into(
         flat(&sa),
         a.shape(),
@@ -54,21 +55,26 @@ where
 
 /// Runs a unary kernel and allocates its result.
 fn unary<'a, A: Element, O: Element>(
+    op: &'static str,
     x: impl IntoView<'a, A>,
     f: impl Fn(A) -> O + Sync,
 ) -> Result<ArrayD<O>, Error> {
     let x = x.into_view();
     let sx = standard(&x);
-    let mut out = vec![O::default(); x.len()];
+    let mut out = buffer::zeroed(op, x.len())?;
     map_into(flat(&sx), &mut out, f);
     Ok(from_vec(x.shape(), out))
 }
 
 /// Runs a dispatched math function over `x` and allocates its result.
-fn math<'a, T: FloatMath>(x: impl IntoView<'a, T>, f: MathFn) -> Result<ArrayD<T>, Error> {
+fn math<'a, T: FloatMath>(
+    op: &'static str,
+    x: impl IntoView<'a, T>,
+    f: MathFn,
+) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
     let sx = standard(&x);
-    let mut out = vec![T::ZERO; x.len()];
+    let mut out = buffer::zeroed(op, x.len())?;
     math_into(f, flat(&sx), &mut out);
     Ok(from_vec(x.shape(), out))
 }
@@ -269,29 +275,29 @@ comparison! {
 
 /// `|x|` (integers wrap: `abs(MIN) = MIN`).
 pub fn abs<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, T::abs)
+    unary("abs", x, T::abs)
 }
 
 /// `-x` (integers wrap).
 pub fn neg<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, T::neg)
+    unary("neg", x, T::neg)
 }
 
 /// `x * x`.
 pub fn square<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, |v: T| v.mul(v))
+    unary("square", x, |v: T| v.mul(v))
 }
 
 /// `max(x, 0)`; NaN stays NaN.
 pub fn relu<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, |v: T| if v < T::ZERO { T::ZERO } else { v })
+    unary("relu", x, |v: T| if v < T::ZERO { T::ZERO } else { v })
 }
 
 macro_rules! unary_math {
     ($($(#[$doc:meta])* $name:ident => $f:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name<'a, T: FloatMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-            math(x, MathFn::$f)
+            math(stringify!($name), x, MathFn::$f)
         }
     )*};
 }
@@ -325,7 +331,7 @@ pub fn select<'a, 'b, 'c, T: Element>(
     let ab = broadcast_shapes("select", a.shape(), b.shape())?;
     let shape = broadcast_shapes("select", c.shape(), &ab)?;
     let (sc, sa, sb) = (standard(&c), standard(&a), standard(&b));
-    let mut out = vec![T::default(); shape.iter().product()];
+    let mut out = buffer::zeroed_for("select", &shape)?;
     ternary_into(
         flat(&sc),
         c.shape(),
@@ -342,22 +348,28 @@ pub fn select<'a, 'b, 'c, T: Element>(
 
 /// Converts every element with Rust `as` semantics (see [`CastTo`]); `cast::<f32, _>(&x)`.
 pub fn cast<'a, U: Element, T: CastTo<U>>(x: impl IntoView<'a, T>) -> Result<ArrayD<U>, Error> {
-    unary(x, T::cast_to)
+    unary("cast", x, T::cast_to)
 }
 
-/// An array of zeros.
-pub fn zeros<T: Numeric>(shape: &[usize]) -> ArrayD<T> {
-    ArrayD::from_elem(IxDyn(shape), T::ZERO)
+/// An array of zeros; a shape too large to allocate is an error.
+pub fn zeros<T: Numeric>(shape: &[usize]) -> Result<ArrayD<T>, Error> {
+    creation("zeros", shape, T::ZERO)
 }
 
-/// An array of ones.
-pub fn ones<T: Numeric>(shape: &[usize]) -> ArrayD<T> {
-    ArrayD::from_elem(IxDyn(shape), T::ONE)
+/// An array of ones; a shape too large to allocate is an error.
+pub fn ones<T: Numeric>(shape: &[usize]) -> Result<ArrayD<T>, Error> {
+    creation("ones", shape, T::ONE)
 }
 
-/// An array with every element `v`.
-pub fn fill<T: Element>(shape: &[usize], v: T) -> ArrayD<T> {
-    ArrayD::from_elem(IxDyn(shape), v)
+/// An array with every element `v`; a shape too large to allocate is an error.
+pub fn fill<T: Element>(shape: &[usize], v: T) -> Result<ArrayD<T>, Error> {
+    creation("fill", shape, v)
+}
+
+/// The shared body of the creation ops: `shape` filled with `v`.
+fn creation<T: Element>(op: &'static str, shape: &[usize], v: T) -> Result<ArrayD<T>, Error> {
+    let len = buffer::element_count::<T>(op, shape)?;
+    Ok(from_vec(shape, buffer::filled(op, len, v)?))
 }
 
 /// A rank-0 array holding `v`.

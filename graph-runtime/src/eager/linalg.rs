@@ -3,6 +3,7 @@
 use ndarray::{ArrayD, IxDyn};
 
 use super::IntoView;
+use crate::buffer;
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::layout::{check_perm, transpose_into};
@@ -32,7 +33,7 @@ pub fn matmul<'a, T: GemmElement>(
     // Non-contiguous views (transposed, sliced) are copied to row-major once.
     let (ac, bc) = (a.as_standard_layout(), b.as_standard_layout());
     let (a_s, b_s) = (contiguous(&ac), contiguous(&bc));
-    let mut out = vec![T::ZERO; shape.iter().product()];
+    let mut out = buffer::zeroed_for("matmul", &shape)?;
     matmul_nd_into(a_s, b_s, &mut out, spec, no_epilogue);
     Ok(from_vec(shape, out))
 }
@@ -49,7 +50,7 @@ pub fn transpose<'a, T: Element>(
     check_perm(perm, rank)?;
     let x = x.as_standard_layout();
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
-    let mut out = vec![T::default(); x.len()];
+    let mut out = buffer::zeroed("transpose", x.len())?;
     transpose_into(contiguous(&x), x.shape(), perm, &mut out);
     Ok(from_vec(shape, out))
 }
@@ -60,7 +61,7 @@ pub fn reshape<'a, T: Element>(
     shape: &[usize],
 ) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
-    let (from, to) = (x.len(), shape.iter().product::<usize>());
+    let (from, to) = (x.len(), buffer::element_count::<T>("reshape", shape)?);
     if from != to {
         return Err(Error::shape(
             "reshape",
@@ -70,7 +71,14 @@ pub fn reshape<'a, T: Element>(
             None,
         ));
     }
-    let data = x.as_standard_layout().iter().copied().collect();
+    let data = match x.as_slice() {
+        Some(s) => buffer::copied("reshape", s)?,
+        None => {
+            let mut data = buffer::with_capacity("reshape", from)?;
+            data.extend(x.iter().copied());
+            data
+        }
+    };
     Ok(from_vec(shape.to_vec(), data))
 }
 

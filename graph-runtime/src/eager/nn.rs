@@ -5,6 +5,7 @@ use rayon::prelude::*;
 
 use super::linalg::{contiguous, from_vec};
 use super::IntoView;
+use crate::buffer;
 use crate::conv::{conv2d_into, conv2d_output_hw, Padding};
 use crate::dtype::Numeric;
 use crate::error::Error;
@@ -77,7 +78,8 @@ pub fn conv2d<'a, T: GemmElement>(
     let x_shape = [sx[0], sx[1], sx[2], sx[3]];
     let k_shape = [sk[0], sk[1], sk[2], sk[3]];
     let (x, k) = (x.as_standard_layout(), k.as_standard_layout());
-    let mut out = vec![T::ZERO; x_shape[0] * oh * ow * k_shape[3]];
+    let out_shape = [x_shape[0], oh, ow, k_shape[3]];
+    let mut out = buffer::zeroed_for("conv2d", &out_shape)?;
     conv2d_into(
         contiguous(&x),
         x_shape,
@@ -88,7 +90,7 @@ pub fn conv2d<'a, T: GemmElement>(
         &mut out,
         |_, _| {},
     );
-    Ok(from_vec(vec![x_shape[0], oh, ow, k_shape[3]], out))
+    Ok(from_vec(out_shape.to_vec(), out))
 }
 
 /// `bias_add(x, b)`: adds the vector `b` along the last axis of `x`.
@@ -124,7 +126,7 @@ pub fn bias_add<'a, T: Numeric>(
     }
     let shape = sx.to_vec();
     let x = x.as_standard_layout();
-    let mut out = contiguous(&x).to_vec();
+    let mut out = buffer::copied("bias_add", contiguous(&x))?;
     let b = b.as_standard_layout();
     let b = contiguous(&b);
     let c = b.len();

@@ -2,6 +2,7 @@
 
 use super::elementwise::{flat, from_vec, standard};
 use super::IntoView;
+use crate::buffer;
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::math::FloatMath;
@@ -70,7 +71,7 @@ fn reduce<'a, T: Numeric>(
         })
         .collect();
     let sx = standard(&x);
-    let mut out = vec![T::ZERO; shape.iter().product()];
+    let mut out = buffer::zeroed_for(op, &shape)?;
     reduce_into(flat(&sx), x.shape(), &axes, kind, &mut out);
     Ok(from_vec(&shape, out))
 }
@@ -139,7 +140,7 @@ fn softmax_op<'a, T: FloatMath>(
     let x = x.into_view();
     let axis = resolve_axis(op, axis, x.ndim())?;
     let sx = standard(&x);
-    let mut out = vec![T::ZERO; x.len()];
+    let mut out = buffer::zeroed(op, x.len())?;
     softmax_into(flat(&sx), x.shape(), axis, log, &mut out);
     Ok(from_vec(x.shape(), out))
 }

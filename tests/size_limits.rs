@@ -1,0 +1,230 @@
+//! Results too large to address or to allocate: every path (compiled, eager, `Session`, the
+//! eager API) returns `Error::SizeOverflow` or `Error::OutOfMemory` naming the op, never a
+//! panic, a wrapped size or an abort.
+//!
+//! The symbols are bound by inputs that hold few or no elements (an `[0, 2^40]` array is
+//! empty), so the tests need no memory. The "huge but valid" sizes are at least 2^57 bytes,
+//! under `isize::MAX` but beyond any machine's address space, so the allocation fails
+//! whatever the OS's overcommit policy.
+
+use grafo::eager as E;
+use grafo::ndarray::{Array1, Array2, Array3, ArrayD, IxDyn};
+use grafo::prelude::*;
+use grafo::Error;
+
+/// `fill` with two symbols bound by empty inputs: `[A, B]` may overflow.
+#[graph]
+fn fill_ab(x: Tensor<f32, N, A>, y: Tensor<f32, M, B>, v: Tensor<f32>) -> Tensor<f32, A, B> {
+    fill([A, B], v)
+}
+
+/// Three operands broadcast to `[A, B, C]` in one op.
+#[graph]
+fn select3(c: Tensor<bool, A, 1, 1>, a: Tensor<f32, 1, B, 1>, b: Tensor<f32, 1, 1, C>) -> Tensor<f32, A, B, C> {
+    select(c, a, b)
+}
+
+/// The same broadcast, then fused elementwise work and a reduction over it.
+#[graph]
+fn select3_sum(c: Tensor<bool, A, 1, 1>, a: Tensor<f32, 1, B, 1>, b: Tensor<f32, 1, 1, C>) -> Tensor<f32, A> {
+    reduce_sum(exp(select(c, a, b)) * 2.0, [1, 2])
+}
+
+/// `matmul` with an empty inner dimension: `[M, 0] x [0, N]` is `[M, N]` zeros.
+#[graph]
+fn mm(a: Tensor<f32, M, K>, b: Tensor<f32, K, N>) -> Tensor<f32, M, N> {
+    matmul(a, b)
+}
+
+/// A huge value computed only in the arm that is taken.
+#[graph]
+fn huge_in_arm(x: Tensor<f32, N, A>, y: Tensor<f32, M, B>, v: Tensor<f32>) -> Tensor<f32> {
+    let mut s = v;
+    if v > 0.0 {
+        s = reduce_sum(fill([A, B], v));
+    }
+    s
+}
+
+fn empty2(cols: usize) -> Array2<f32> {
+    Array2::from_shape_vec((0, cols), vec![]).expect("an empty array of any width")
+}
+
+fn size_overflow<T: std::fmt::Debug>(r: Result<T, Error>) -> (&'static str, Vec<usize>) {
+    match r {
+        Err(Error::SizeOverflow { op, shape, .. }) => (op, shape),
+        other => panic!("expected Error::SizeOverflow, got {other:?}"),
+    }
+}
+
+fn out_of_memory<T: std::fmt::Debug>(r: Result<T, Error>) -> (&'static str, usize) {
+    match r {
+        Err(Error::OutOfMemory { op, bytes, .. }) => (op, bytes),
+        other => panic!("expected Error::OutOfMemory, got {other:?}"),
+    }
+}
+
+#[test]
+fn fill_whose_size_overflows_is_an_error_on_every_path() {
+    let (x, y) = (empty2(1 << 40), empty2(1 << 40));
+    let v = grafo::ndarray::arr0(1.5f32);
+    let want = ("fill", vec![1 << 40, 1 << 40]);
+    assert_eq!(size_overflow(fill_ab(&x, &y, &v)), want);
+    assert_eq!(size_overflow(fill_ab::eager(&x, &y, &v)), want);
+    let mut sess = Session::default();
+    assert_eq!(size_overflow(fill_ab::run(&mut sess, &x, &y, &v)), want);
+    // The session is intact: a small run afterwards works.
+    let (x, y) = (empty2(3), empty2(2));
+    let r = fill_ab::run(&mut sess, &x, &y, &v).expect("a 3x2 fill");
+    assert_eq!(r, Array2::from_elem((3, 2), 1.5f32));
+    assert_eq!(fill_ab(&x, &y, &v).unwrap(), r);
+    assert_eq!(fill_ab::eager(&x, &y, &v).unwrap(), r);
+}
+
+#[test]
+fn fill_too_large_to_allocate_is_out_of_memory_on_every_path() {
+    // 2^30 x 2^30 f32: 2^62 bytes, a valid size that no machine can provide.
+    let (x, y) = (empty2(1 << 30), empty2(1 << 30));
+    let v = grafo::ndarray::arr0(1.5f32);
+    let want = ("fill", 1usize << 62);
+    assert_eq!(out_of_memory(fill_ab(&x, &y, &v)), want);
+    assert_eq!(out_of_memory(fill_ab::eager(&x, &y, &v)), want);
+    let mut sess = Session::default();
+    assert_eq!(out_of_memory(fill_ab::run(&mut sess, &x, &y, &v)), want);
+    let (x, y) = (empty2(1), empty2(7));
+    assert_eq!(
+        fill_ab::run(&mut sess, &x, &y, &v).unwrap(),
+        Array2::from_elem((1, 7), 1.5f32)
+    );
+}
+
+fn select_inputs(a: usize, b: usize, c: usize) -> (Array3<bool>, Array3<f32>, Array3<f32>) {
+    let cond = Array3::from_shape_fn((a, 1, 1), |(i, _, _)| i % 2 == 0);
+    let x = Array3::from_shape_fn((1, b, 1), |(_, j, _)| j as f32);
+    let y = Array3::from_shape_fn((1, 1, c), |(_, _, k)| -(k as f32));
+    (cond, x, y)
+}
+
+#[test]
+fn broadcast_whose_size_overflows_is_an_error_on_every_path() {
+    // 2^21 cubed is 2^63 elements: the element count itself overflows the address space.
+    let n = 1 << 21;
+    let (c, a, b) = select_inputs(n, n, n);
+    let want = ("select", vec![n, n, n]);
+    assert_eq!(size_overflow(select3(&c, &a, &b)), want);
+    assert_eq!(size_overflow(select3::eager(&c, &a, &b)), want);
+    assert_eq!(size_overflow(E::select(&c, &a, &b)), want);
+    let mut sess = Session::default();
+    assert_eq!(size_overflow(select3::run(&mut sess, &c, &a, &b)), want);
+    // Fused into a reduction the [A, B, C] value is never stored, but its size is still
+    // checked: compiled and eager fail alike.
+    assert_eq!(size_overflow(select3_sum(&c, &a, &b)), want);
+    assert_eq!(size_overflow(select3_sum::eager(&c, &a, &b)), want);
+    assert_eq!(size_overflow(select3_sum::run(&mut sess, &c, &a, &b)), want);
+}
+
+#[test]
+fn broadcast_too_large_to_allocate_is_out_of_memory_on_every_path() {
+    // 2^21 x 2^21 x 2^15 f32: 2^59 bytes.
+    let (c, a, b) = select_inputs(1 << 21, 1 << 21, 1 << 15);
+    let want = ("select", 1usize << 59);
+    assert_eq!(out_of_memory(select3(&c, &a, &b)), want);
+    assert_eq!(out_of_memory(select3::eager(&c, &a, &b)), want);
+    assert_eq!(out_of_memory(E::select(&c, &a, &b)), want);
+    let mut sess = Session::default();
+    assert_eq!(out_of_memory(select3::run(&mut sess, &c, &a, &b)), want);
+    // Small sizes through the same session and functions: compiled, eager and a naive loop agree.
+    for (p, q, r) in [(1, 1, 1), (7, 3, 2), (2, 0, 5)] {
+        let (c, a, b) = select_inputs(p, q, r);
+        let want = Array3::from_shape_fn((p, q, r), |(i, j, k)| {
+            if c[[i, 0, 0]] {
+                a[[0, j, 0]]
+            } else {
+                b[[0, 0, k]]
+            }
+        });
+        assert_eq!(select3::run(&mut sess, &c, &a, &b).unwrap(), want);
+        assert_eq!(select3(&c, &a, &b).unwrap(), want);
+        assert_eq!(select3::eager(&c, &a, &b).unwrap(), want);
+    }
+}
+
+#[test]
+fn matmul_of_empty_operands_with_a_huge_result() {
+    // [2^32, 0] x [0, 2^31]: 2^63 elements overflow.
+    let (a, b) = (empty_rows(1 << 32), empty2(1 << 31));
+    let want = ("matmul", vec![1 << 32, 1 << 31]);
+    assert_eq!(size_overflow(mm(&a, &b)), want);
+    assert_eq!(size_overflow(mm::eager(&a, &b)), want);
+    assert_eq!(size_overflow(E::matmul(&a, &b)), want);
+    let mut sess = Session::default();
+    assert_eq!(size_overflow(mm::run(&mut sess, &a, &b)), want);
+    // [2^30, 0] x [0, 2^30]: 2^62 bytes of zeros, valid but not allocatable.
+    let (a, b) = (empty_rows(1 << 30), empty2(1 << 30));
+    let want = ("matmul", 1usize << 62);
+    assert_eq!(out_of_memory(mm(&a, &b)), want);
+    assert_eq!(out_of_memory(mm::eager(&a, &b)), want);
+    assert_eq!(out_of_memory(mm::run(&mut sess, &a, &b)), want);
+    // [3, 0] x [0, 2] is zeros, as in TensorFlow.
+    let (a, b) = (empty_rows(3), empty2(2));
+    assert_eq!(mm::run(&mut sess, &a, &b).unwrap(), Array2::<f32>::zeros((3, 2)));
+    assert_eq!(mm(&a, &b).unwrap(), Array2::<f32>::zeros((3, 2)));
+    assert_eq!(mm::eager(&a, &b).unwrap(), Array2::<f32>::zeros((3, 2)));
+}
+
+fn empty_rows(rows: usize) -> Array2<f32> {
+    Array2::from_shape_vec((rows, 0), vec![]).expect("an empty array of any height")
+}
+
+#[test]
+fn a_huge_value_in_a_cond_arm_fails_only_when_the_arm_runs() {
+    let (x, y) = (empty2(1 << 40), empty2(1 << 40));
+    let want = ("fill", vec![1 << 40, 1 << 40]);
+    let taken = grafo::ndarray::arr0(1.0f32);
+    assert_eq!(size_overflow(huge_in_arm(&x, &y, &taken)), want);
+    assert_eq!(size_overflow(huge_in_arm::eager(&x, &y, &taken)), want);
+    let mut sess = Session::default();
+    assert_eq!(size_overflow(huge_in_arm::run(&mut sess, &x, &y, &taken)), want);
+    // Not taken: nothing of that size is computed, so every path returns the input.
+    let skipped = grafo::ndarray::arr0(-2.0f32);
+    assert_eq!(huge_in_arm(&x, &y, &skipped).unwrap(), skipped);
+    assert_eq!(huge_in_arm::eager(&x, &y, &skipped).unwrap(), skipped);
+    assert_eq!(huge_in_arm::run(&mut sess, &x, &y, &skipped).unwrap(), skipped);
+    // Taken with small sizes: 3 x 2 elements of 1.0.
+    let (x, y) = (empty2(3), empty2(2));
+    assert_eq!(huge_in_arm(&x, &y, &taken).unwrap(), grafo::ndarray::arr0(6.0f32));
+    assert_eq!(huge_in_arm::eager(&x, &y, &taken).unwrap(), grafo::ndarray::arr0(6.0f32));
+}
+
+#[test]
+fn eager_creation_ops_check_their_size() {
+    let huge = [1usize << 40, 1 << 40];
+    assert_eq!(size_overflow(E::zeros::<f32>(&huge)), ("zeros", huge.to_vec()));
+    assert_eq!(size_overflow(E::ones::<i64>(&huge)), ("ones", huge.to_vec()));
+    assert_eq!(size_overflow(E::fill(&huge, true)), ("fill", huge.to_vec()));
+    // 2^60 f64 is 2^63 bytes, one past isize::MAX; 2^60 f32 is 2^62 bytes, valid.
+    assert_eq!(size_overflow(E::zeros::<f64>(&[1 << 60])), ("zeros", vec![1 << 60]));
+    assert_eq!(out_of_memory(E::zeros::<f32>(&[1 << 60])), ("zeros", 1 << 62));
+    assert_eq!(out_of_memory(E::fill(&[1 << 30, 1 << 30], 7i32)), ("fill", 1 << 62));
+    // A zero dim makes any shape empty, as ndarray and TensorFlow allow.
+    assert_eq!(E::zeros::<f32>(&[0, 1 << 40]).unwrap().shape(), &[0, 1 << 40]);
+    assert_eq!(E::fill(&[1, 7], -0.0f32).unwrap().iter().filter(|v| v.is_sign_negative()).count(), 7);
+}
+
+#[test]
+fn eager_shape_ops_check_their_size() {
+    let x = Array1::<f32>::zeros(0);
+    let to = [1usize << 40, 1 << 40, 0];
+    // The product of all dims is 0, but the nonzero dims overflow: ndarray refuses such a shape.
+    assert_eq!(size_overflow(E::reshape(&x, &to)), ("reshape", to.to_vec()));
+    let x = ArrayD::<f32>::zeros(IxDyn(&[6]));
+    let r = E::reshape(&x, &[2, 3]).unwrap();
+    assert_eq!(r.shape(), &[2, 3]);
+    // conv2d with no input channels: the output [N, H, W, Cout] is zeros and may be huge.
+    let x = ArrayD::<f32>::zeros(IxDyn(&[1 << 20, 1 << 20, 1, 0]));
+    let k = ArrayD::<f32>::zeros(IxDyn(&[1, 1, 0, 1 << 30]));
+    assert_eq!(
+        size_overflow(E::conv2d(&x, &k, 1, grafo::__private::conv::Padding::Valid)),
+        ("conv2d", vec![1 << 20, 1 << 20, 1, 1 << 30])
+    );
+}
