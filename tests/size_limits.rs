@@ -20,13 +20,21 @@ fn fill_ab(x: Tensor<f32, N, A>, y: Tensor<f32, M, B>, v: Tensor<f32>) -> Tensor
 
 /// Three operands broadcast to `[A, B, C]` in one op.
 #[graph]
-fn select3(c: Tensor<bool, A, 1, 1>, a: Tensor<f32, 1, B, 1>, b: Tensor<f32, 1, 1, C>) -> Tensor<f32, A, B, C> {
+fn select3(
+    c: Tensor<bool, A, 1, 1>,
+    a: Tensor<f32, 1, B, 1>,
+    b: Tensor<f32, 1, 1, C>,
+) -> Tensor<f32, A, B, C> {
     select(c, a, b)
 }
 
 /// The same broadcast, then fused elementwise work and a reduction over it.
 #[graph]
-fn select3_sum(c: Tensor<bool, A, 1, 1>, a: Tensor<f32, 1, B, 1>, b: Tensor<f32, 1, 1, C>) -> Tensor<f32, A> {
+fn select3_sum(
+    c: Tensor<bool, A, 1, 1>,
+    a: Tensor<f32, 1, B, 1>,
+    b: Tensor<f32, 1, 1, C>,
+) -> Tensor<f32, A> {
     reduce_sum(exp(select(c, a, b)) * 2.0, [1, 2])
 }
 
@@ -167,7 +175,10 @@ fn matmul_of_empty_operands_with_a_huge_result() {
     assert_eq!(out_of_memory(mm::run(&mut sess, &a, &b)), want);
     // [3, 0] x [0, 2] is zeros, as in TensorFlow.
     let (a, b) = (empty_rows(3), empty2(2));
-    assert_eq!(mm::run(&mut sess, &a, &b).unwrap(), Array2::<f32>::zeros((3, 2)));
+    assert_eq!(
+        mm::run(&mut sess, &a, &b).unwrap(),
+        Array2::<f32>::zeros((3, 2))
+    );
     assert_eq!(mm(&a, &b).unwrap(), Array2::<f32>::zeros((3, 2)));
     assert_eq!(mm::eager(&a, &b).unwrap(), Array2::<f32>::zeros((3, 2)));
 }
@@ -184,31 +195,68 @@ fn a_huge_value_in_a_cond_arm_fails_only_when_the_arm_runs() {
     assert_eq!(size_overflow(huge_in_arm(&x, &y, &taken)), want);
     assert_eq!(size_overflow(huge_in_arm::eager(&x, &y, &taken)), want);
     let mut sess = Session::default();
-    assert_eq!(size_overflow(huge_in_arm::run(&mut sess, &x, &y, &taken)), want);
+    assert_eq!(
+        size_overflow(huge_in_arm::run(&mut sess, &x, &y, &taken)),
+        want
+    );
     // Not taken: nothing of that size is computed, so every path returns the input.
     let skipped = grafo::ndarray::arr0(-2.0f32);
     assert_eq!(huge_in_arm(&x, &y, &skipped).unwrap(), skipped);
     assert_eq!(huge_in_arm::eager(&x, &y, &skipped).unwrap(), skipped);
-    assert_eq!(huge_in_arm::run(&mut sess, &x, &y, &skipped).unwrap(), skipped);
+    assert_eq!(
+        huge_in_arm::run(&mut sess, &x, &y, &skipped).unwrap(),
+        skipped
+    );
     // Taken with small sizes: 3 x 2 elements of 1.0.
     let (x, y) = (empty2(3), empty2(2));
-    assert_eq!(huge_in_arm(&x, &y, &taken).unwrap(), grafo::ndarray::arr0(6.0f32));
-    assert_eq!(huge_in_arm::eager(&x, &y, &taken).unwrap(), grafo::ndarray::arr0(6.0f32));
+    assert_eq!(
+        huge_in_arm(&x, &y, &taken).unwrap(),
+        grafo::ndarray::arr0(6.0f32)
+    );
+    assert_eq!(
+        huge_in_arm::eager(&x, &y, &taken).unwrap(),
+        grafo::ndarray::arr0(6.0f32)
+    );
 }
 
 #[test]
 fn eager_creation_ops_check_their_size() {
     let huge = [1usize << 40, 1 << 40];
-    assert_eq!(size_overflow(E::zeros::<f32>(&huge)), ("zeros", huge.to_vec()));
-    assert_eq!(size_overflow(E::ones::<i64>(&huge)), ("ones", huge.to_vec()));
+    assert_eq!(
+        size_overflow(E::zeros::<f32>(&huge)),
+        ("zeros", huge.to_vec())
+    );
+    assert_eq!(
+        size_overflow(E::ones::<i64>(&huge)),
+        ("ones", huge.to_vec())
+    );
     assert_eq!(size_overflow(E::fill(&huge, true)), ("fill", huge.to_vec()));
     // 2^60 f64 is 2^63 bytes, one past isize::MAX; 2^60 f32 is 2^62 bytes, valid.
-    assert_eq!(size_overflow(E::zeros::<f64>(&[1 << 60])), ("zeros", vec![1 << 60]));
-    assert_eq!(out_of_memory(E::zeros::<f32>(&[1 << 60])), ("zeros", 1 << 62));
-    assert_eq!(out_of_memory(E::fill(&[1 << 30, 1 << 30], 7i32)), ("fill", 1 << 62));
+    assert_eq!(
+        size_overflow(E::zeros::<f64>(&[1 << 60])),
+        ("zeros", vec![1 << 60])
+    );
+    assert_eq!(
+        out_of_memory(E::zeros::<f32>(&[1 << 60])),
+        ("zeros", 1 << 62)
+    );
+    assert_eq!(
+        out_of_memory(E::fill(&[1 << 30, 1 << 30], 7i32)),
+        ("fill", 1 << 62)
+    );
     // A zero dim makes any shape empty, as ndarray and TensorFlow allow.
-    assert_eq!(E::zeros::<f32>(&[0, 1 << 40]).unwrap().shape(), &[0, 1 << 40]);
-    assert_eq!(E::fill(&[1, 7], -0.0f32).unwrap().iter().filter(|v| v.is_sign_negative()).count(), 7);
+    assert_eq!(
+        E::zeros::<f32>(&[0, 1 << 40]).unwrap().shape(),
+        &[0, 1 << 40]
+    );
+    assert_eq!(
+        E::fill(&[1, 7], -0.0f32)
+            .unwrap()
+            .iter()
+            .filter(|v| v.is_sign_negative())
+            .count(),
+        7
+    );
 }
 
 #[test]
@@ -227,4 +275,67 @@ fn eager_shape_ops_check_their_size() {
         size_overflow(E::conv2d(&x, &k, 1, grafo::__private::conv::Padding::Valid)),
         ("conv2d", vec![1 << 20, 1 << 20, 1, 1 << 30])
     );
+}
+
+#[test]
+fn eager_selection_ops_check_their_size() {
+    let x = Array1::<f32>::zeros(3);
+    // pad: 3 + 2^63 + 2^63 overflows usize; 3 + 2^61 elements of f32 is beyond isize::MAX bytes.
+    assert_eq!(
+        size_overflow(E::pad(&x, &[[1 << 63, 1 << 63]], 0.0)),
+        ("pad", vec![3])
+    );
+    assert_eq!(
+        size_overflow(E::pad(&x, &[[1 << 61, 0]], 0.0)),
+        ("pad", vec![3 + (1 << 61)])
+    );
+    // 3 + 2^57 elements: valid, not allocatable.
+    assert_eq!(
+        out_of_memory(E::pad(&x, &[[1 << 57, 0]], 0.0)),
+        ("pad", (3 + (1 << 57)) * 4)
+    );
+    // one_hot of 3 indices with depth 2^62 (f32): 3 * 2^62 elements overflow.
+    let ind = Array1::<i64>::from_vec(vec![0, 1, 2]);
+    assert_eq!(
+        size_overflow(E::one_hot(&ind, 1 << 62, 1.0f32, 0.0)),
+        ("one_hot", vec![3, 1 << 62])
+    );
+    assert_eq!(
+        out_of_memory(E::one_hot(&ind, 1 << 57, 1.0f32, 0.0)),
+        ("one_hot", 3 << 59)
+    );
+    // range over all of i64 is 2^64 - 1 elements.
+    assert!(matches!(
+        E::range(i64::MIN, i64::MAX, 1),
+        Err(Error::SizeOverflow { op: "range", .. } | Error::InvalidArgument { op: "range", .. })
+    ));
+    assert_eq!(
+        out_of_memory(E::range(0i64, 1 << 58, 1)),
+        ("range", 1 << 61)
+    );
+    // concat of empty tensors whose axis sizes add up past isize::MAX, then past usize.
+    let big = ArrayD::<f32>::zeros(IxDyn(&[0, 1 << 62]));
+    assert_eq!(
+        size_overflow(E::concat(&[big.view(), big.view()], 1)),
+        ("concat", vec![0, 1 << 63])
+    );
+    assert_eq!(
+        size_overflow(E::concat(
+            &[big.view(), big.view(), big.view(), big.view()],
+            1
+        )),
+        ("concat", vec![0, 1 << 62])
+    );
+    // Small sizes still work: a naive reference for pad and one_hot.
+    let p = E::pad(&x, &[[1, 2]], 9.0).unwrap();
+    assert_eq!(
+        p.iter().copied().collect::<Vec<_>>(),
+        vec![9.0, 0.0, 0.0, 0.0, 9.0, 9.0]
+    );
+    let h = E::one_hot(&ind, 3, 1.0f32, 0.0).unwrap();
+    let mut want = vec![0.0f32; 9];
+    for i in 0..3 {
+        want[i * 3 + i] = 1.0;
+    }
+    assert_eq!(h.iter().copied().collect::<Vec<_>>(), want);
 }

@@ -461,12 +461,15 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             seen.push((&n.shape, n.dtype));
-            let symbolic = n.shape.iter().any(|d| matches!(d, Dim::Sym(_)));
-            let static_bytes = n.shape.iter().try_fold(elem_bytes(n.dtype), |acc, d| match d {
-                Dim::Const(k) => acc.checked_mul((*k).max(1)),
-                Dim::Sym(_) => Some(acc),
-            });
-            if !symbolic && static_bytes.is_some_and(|b| b <= isize::MAX as u64) {
+            // `None` when a dim is not a constant (a symbol or a product of symbols).
+            let static_bytes =
+                n.shape
+                    .iter()
+                    .try_fold(Some(elem_bytes(n.dtype)), |acc, d| match d {
+                        Dim::Const(k) => Some(acc.and_then(|b| b.checked_mul((*k).max(1)))),
+                        _ => None,
+                    });
+            if static_bytes.is_some_and(|b| b.is_some_and(|b| b <= isize::MAX as u64)) {
                 continue;
             }
             let op = n.op.name();

@@ -27,23 +27,10 @@ fn resolve_axis(op: &'static str, axis: isize, rank: usize) -> Result<usize, Err
     })
 }
 
-/// An output buffer every element of which the kernel writes; a size that overflows or
-/// cannot be allocated is an error, not an abort.
-fn buffer<T: Element>(shape: &[usize]) -> Result<Vec<T>, Error> {
-    let too_large = || {
-        Error::invalid(
-            "allocate",
-            format!("a result of shape {shape:?} is too large"),
-        )
-    };
-    let len = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(too_large)?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| too_large())?;
-    v.resize(len, T::default());
-    Ok(v)
+/// An output buffer of `shape` for op `op` (every element of which the kernel writes), or the
+/// error of a size that overflows or cannot be allocated.
+fn buffer<T: Element>(op: &'static str, shape: &[usize]) -> Result<Vec<T>, Error> {
+    crate::buffer::zeroed_for(op, shape)
 }
 
 /// `x[s![...]]` with ndarray's semantics, one [`AxisSlice`] per leading axis (the rest are
@@ -62,7 +49,7 @@ fn strided<T: Element>(
 ) -> Result<ArrayD<T>, Error> {
     let shape = slice_shape(op, x.shape(), spec)?;
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape)?;
+    let mut out = buffer(op, &shape)?;
     slice_into(op, contiguous(&x), x.shape(), spec, &shape, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -78,7 +65,7 @@ pub fn slice_as<'a, T: Element>(
 ) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
     let x = x.as_standard_layout();
-    let mut out = buffer(compiled)?;
+    let mut out = buffer(op, compiled)?;
     slice_into(op, contiguous(&x), x.shape(), spec, compiled, &mut out)?;
     Ok(from_vec(compiled.to_vec(), out))
 }
@@ -205,8 +192,11 @@ fn assemble<T: Element>(
             None,
         ));
     }
-    shape[axis] = shapes.iter().map(|s| s[axis]).sum();
-    let mut out = buffer(&shape)?;
+    shape[axis] = shapes
+        .iter()
+        .try_fold(0usize, |total, s| total.checked_add(s[axis]))
+        .ok_or_else(|| Error::size_overflow(op, &shape, std::mem::size_of::<T>()))?;
+    let mut out = buffer(op, &shape)?;
     concat_into(op, &slices, axis, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -271,7 +261,7 @@ pub fn tile<'a, T: Element>(
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| Error::invalid("tile", "the result is too large"))?;
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape)?;
+    let mut out = buffer("tile", &shape)?;
     tile_into(contiguous(&x), x.shape(), multiples, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -300,9 +290,9 @@ pub fn pad<'a, T: Element>(
         .zip(&pairs)
         .map(|(d, (b, a))| d.checked_add(*b)?.checked_add(*a))
         .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| Error::invalid("pad", "the result is too large"))?;
+        .ok_or_else(|| Error::size_overflow("pad", x.shape(), std::mem::size_of::<T>()))?;
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape)?;
+    let mut out = buffer("pad", &shape)?;
     pad_into(contiguous(&x), x.shape(), &pairs, value, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -370,7 +360,7 @@ pub fn gather<'a, 'b, T: Element, I: IndexElement + Element>(
     shape.extend_from_slice(ind.shape());
     shape.extend_from_slice(&x.shape()[axis + 1..]);
     let (x, ind) = (x.as_standard_layout(), ind.as_standard_layout());
-    let mut out = buffer(&shape)?;
+    let mut out = buffer("gather", &shape)?;
     gather_into(contiguous(&x), x.shape(), contiguous(&ind), axis, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -387,7 +377,7 @@ pub fn one_hot<'a, T: Element, I: IndexElement + Element>(
     let mut shape = ind.shape().to_vec();
     shape.push(depth);
     let ind = ind.as_standard_layout();
-    let mut out = buffer(&shape)?;
+    let mut out = buffer("one_hot", &shape)?;
     one_hot_into(contiguous(&ind), depth, on, off, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -402,7 +392,7 @@ fn arg_reduce<T: Element + PartialOrd>(
     let mut shape = x.shape().to_vec();
     shape.remove(axis);
     let x = x.as_standard_layout();
-    let mut out = buffer(&shape)?;
+    let mut out = buffer(op, &shape)?;
     arg_reduce_into(contiguous(&x), x.shape(), axis, min, &mut out)?;
     Ok(from_vec(shape, out))
 }
@@ -428,7 +418,7 @@ pub fn argmin<'a, T: Element + PartialOrd>(
 /// rules: `delta != 0`, and `start <= limit` when `delta > 0` (`>=` when negative).
 pub fn range<T: RangeElement + Element>(start: T, limit: T, delta: T) -> Result<ArrayD<T>, Error> {
     let n = T::count(start, limit, delta).map_err(|m| Error::invalid("range", m))?;
-    let mut out = buffer(&[n])?;
+    let mut out = buffer("range", &[n])?;
     range_into(start, delta, &mut out);
     Ok(from_vec(vec![n], out))
 }
@@ -439,7 +429,7 @@ pub fn range_n<T: RangeElement + Element>(
     delta: T,
     n: usize,
 ) -> Result<ArrayD<T>, Error> {
-    let mut out = buffer(&[n])?;
+    let mut out = buffer("range", &[n])?;
     range_into(start, delta, &mut out);
     Ok(from_vec(vec![n], out))
 }
