@@ -181,7 +181,11 @@ fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<A
     let data = xs
         .as_slice()
         .expect("as_standard_layout gives a contiguous array");
-    let mut out = vec![T::ZERO; shape.iter().product()];
+    let op = match pool.kind {
+        PoolKind::Max => "max_pool2d",
+        PoolKind::Avg => "avg_pool2d",
+    };
+    let mut out = crate::buffer::zeroed_for(op, &shape)?;
     let sx = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
     pool2d_into(data, sx, pool, &mut out);
     Ok(ArrayD::from_shape_vec(ndarray::IxDyn(&shape), out)
