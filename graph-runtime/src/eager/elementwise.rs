@@ -193,12 +193,12 @@ logical! {
 
 /// `!x` on a bool tensor.
 pub fn logical_not<'a>(x: impl IntoView<'a, bool>) -> Result<ArrayD<bool>, Error> {
-    unary(x, |v: bool| !v)
+    unary("logical_not", x, |v: bool| !v)
 }
 
 /// The error function.
 pub fn erf<'a, T: ActivationMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, T::erf_)
+    unary("erf", x, T::erf_)
 }
 
 /// TensorFlow's `gelu`: `approximate = false` is the exact `0.5 * x * (1 + erf(x / sqrt(2)))`,
@@ -208,25 +208,25 @@ pub fn gelu<'a, T: ActivationMath>(
     approximate: bool,
 ) -> Result<ArrayD<T>, Error> {
     if approximate {
-        unary(x, T::gelu_tanh_)
+        unary("gelu", x, T::gelu_tanh_)
     } else {
-        unary(x, T::gelu_)
+        unary("gelu", x, T::gelu_)
     }
 }
 
 /// `ln(1 + e^x)`, computed without overflow, with TensorFlow's thresholds.
 pub fn softplus<'a, T: ActivationMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, T::softplus_)
+    unary("softplus", x, T::softplus_)
 }
 
 /// `x` for `x > 0`, `e^x - 1` otherwise.
 pub fn elu<'a, T: ActivationMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
-    unary(x, T::elu_)
+    unary("elu", x, T::elu_)
 }
 
 /// `x` for `x > 0`, `alpha * x` otherwise (TensorFlow's default `alpha` is 0.2).
 pub fn leaky_relu<'a, T: Float>(x: impl IntoView<'a, T>, alpha: T) -> Result<ArrayD<T>, Error> {
-    unary(x, move |v: T| leaky_relu_scalar(v, alpha))
+    unary("leaky_relu", x, move |v: T| leaky_relu_scalar(v, alpha))
 }
 
 /// The scalar `leaky_relu`, shared with compiled graphs.
