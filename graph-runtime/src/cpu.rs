@@ -135,6 +135,8 @@ macro_rules! multiversion {
             #[allow(clippy::too_many_arguments)]
             fn generic($($arg: $ty),*) $(-> $ret)? $body
 
+            /// # Safety
+            /// The CPU must support AVX-512 F/VL/BW/DQ, AVX2 and FMA.
             #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
             #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
             #[allow(clippy::too_many_arguments)]
@@ -142,6 +144,8 @@ macro_rules! multiversion {
                 generic($($arg),*)
             }
 
+            /// # Safety
+            /// The CPU must support AVX2 and FMA.
             #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
             #[target_feature(enable = "avx2,fma")]
             #[allow(clippy::too_many_arguments)]
