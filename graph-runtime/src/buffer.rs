@@ -102,3 +102,36 @@ pub fn with_capacity<T>(op: &'static str, len: usize) -> Result<Vec<T>, Error> {
         .map_err(|_| Error::out_of_memory(op, len, layout.size()))?;
     Ok(v)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zeroed_filled_and_copied_buffers_hold_what_they_say() {
+        for len in [0usize, 1, 7, 1023, 1 << 20] {
+            let z: Vec<f32> = zeroed("t", len).unwrap();
+            assert!(
+                z.len() == len && z.iter().all(|v| v.to_bits() == 0),
+                "{len}"
+            );
+            let b: Vec<bool> = zeroed("t", len).unwrap();
+            assert!(b.len() == len && b.iter().all(|v| !v));
+            let i: Vec<i64> = zeroed("t", len).unwrap();
+            assert!(i.len() == len && i.iter().all(|&v| v == 0));
+            let f = filled("t", len, -0.0f64).unwrap();
+            assert!(f.len() == len && f.iter().all(|v| v.is_sign_negative()));
+            let c = copied("t", &f).unwrap();
+            assert_eq!(c.len(), len);
+        }
+        assert!(matches!(
+            element_count::<f32>("t", &[1 << 40, 1 << 40]),
+            Err(Error::SizeOverflow { op: "t", .. })
+        ));
+        assert_eq!(element_count::<f32>("t", &[0, 1 << 40]).unwrap(), 0);
+        assert!(matches!(
+            zeroed::<f32>("t", 1 << 60),
+            Err(Error::OutOfMemory { op: "t", .. })
+        ));
+    }
+}
