@@ -352,3 +352,23 @@ fn norm_neither_overflows_nor_underflows() {
         norm_f64(&d).unwrap()[[]].to_bits()
     );
 }
+
+twice!(keepdims_max_broadcast, keepdims_max_broadcast_plain, fn (x: Tensor<f32, 4, 1, 3>, b: Tensor<f32, 3>) -> [Tensor<f32, 4, 1, 3>] {
+    let m = reduce_max(b, -1, true);
+    (x + x) + m
+});
+
+/// A one-element reduction result (`[1]`, kept dims) read as a broadcast operand of a fused
+/// loop: found by graph-fuzz (seed 20251201), where the emitted read was a reference.
+#[test]
+fn a_one_element_reduction_broadcasts_into_a_fused_loop() {
+    let xs: Vec<f32> = (0..12).map(|i| i as f32 - 5.5).collect();
+    let x = Array3::from_shape_vec((4, 1, 3), xs.clone()).unwrap();
+    let b = arr1(&[0.25f32, -3.0, 2.0]);
+    agree!(
+        keepdims_max_broadcast,
+        keepdims_max_broadcast_plain,
+        (&x, &b),
+        xs.iter().map(|&v| (v + v) + 2.0).collect()
+    );
+}

@@ -404,7 +404,7 @@ impl<'a> Emitter<'a> {
             }
             Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
                 let s = self.slice(id);
-                quote!(#s[0])
+                quote!((#s)[0])
             }
             None => {
                 let n = self.node(id);
@@ -962,7 +962,7 @@ impl<'a> Emitter<'a> {
                 if self.plan.materialised[i.0] && !inode.shape.is_empty() {
                     // A rank>0 operand of a rank-0 result cannot happen (broadcasting only grows).
                     let s = self.slice(i);
-                    quote!(#s[0])
+                    quote!((#s)[0])
                 } else if self.plan.materialised[i.0] {
                     self.scalar_value(i)
                 } else {
@@ -1019,7 +1019,7 @@ impl<'a> Emitter<'a> {
                     self.scalar_value(l)
                 } else {
                     let s = self.slice(l);
-                    quote!(#s[0])
+                    quote!((#s)[0])
                 };
                 ll.params.push(quote!(#p: #et));
                 ll.args.push(val);
