@@ -380,16 +380,10 @@ fn main() {
             ),
         ),
         (
-            "long_chain.rs",
+            "long_programs.rs",
             format!(
-                "pub const CHAIN_OPS: usize = {CHAIN_OPS};\n{}",
-                long_chain(CHAIN_OPS)
-            ),
-        ),
-        (
-            "long_lets.rs",
-            format!(
-                "pub const CHAIN_OPS: usize = {CHAIN_OPS};\n{}",
+                "pub const CHAIN_OPS: usize = {CHAIN_OPS};\n{}\n{}",
+                long_chain(CHAIN_OPS),
                 long_lets(CHAIN_OPS)
             ),
         ),
