@@ -1,4 +1,4 @@
-//! Control flow in `#[graph]` bodies (LANGUAGE.md section 5): cond nodes as expressions and
+//! Control flow in `#[graph]` bodies (docs/LANGUAGE.md section 5): cond nodes as expressions and
 //! statements, AutoGraph's rule for variables assigned in one arm, nesting, host `if`s,
 //! literal and constant-folded conditions, unrolled `for`, tuples, shadowing and blocks.
 //! Which arm ran is read from the values; compiled, eager and run must agree.

@@ -1,4 +1,4 @@
-//! Every op of LANGUAGE.md's table through `#[graph]`: compiled == eager == a naive f64
+//! Every op of the original language table (docs/OPS.md lists them all) through `#[graph]`: compiled == eager == a naive f64
 //! reference, on small odd shapes, with broadcasting, keep-dims and negative axes, NaN,
 //! integer wrapping and division, bool outputs, casts, and the linear-algebra / NN ops.
 

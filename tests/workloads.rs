@@ -205,7 +205,7 @@ fn w2_first_matmul_has_bias_relu_epilogue() {
 
 // ----- W3: seed_convnet -----------------------------------------------------------------------
 
-/// LANGUAGE.md's first example (with relu), at a static size.
+/// docs/LANGUAGE.md's first example (with relu), at a static size.
 #[graph]
 fn w3_convnet_relu(
     x: Tensor<f32, B, 32, 32, 3>,
