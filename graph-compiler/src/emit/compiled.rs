@@ -1142,8 +1142,11 @@ impl<'a> Emitter<'a> {
             ln.shape.is_empty() || ln.shape == n.shape || self.store.get(&l) == Some(&Store::Scalar)
         });
         // Written in place over a dead input: that input is read from the output itself.
-        let in_place = self.sched.in_place[root.0]
-            .filter(|l| self.store.get(l) == Some(&Store::Owned) && !self.moved.contains(l));
+        let in_place = self.sched.in_place[root.0].filter(|&l| {
+            self.store.get(&l) == Some(&Store::Owned)
+                && !self.moved.contains(&l)
+                && self.may_move(l)
+        });
         let mut ll = self.leaves(root, &n.shape, rank - 1, in_place, flat);
         if let Some(l) = in_place {
             let read = if flat {
@@ -1155,8 +1158,17 @@ impl<'a> Emitter<'a> {
         }
         let (lets, root_expr) = self.tree_lets(root, &ll.reads);
         let kname = self.kernel_name(g);
-        let alloc = self.alloc(root);
+        // A fresh result is initialised block by block as the kernel writes it (see
+        // `compiled::fresh_by_blocks`); a slot or a dead input is written as it is.
+        let fresh = in_place.is_none() && self.sched.slot[root.0].is_none();
         let vid = v(root);
+        let alloc = if fresh {
+            self.store.insert(root, Store::Owned);
+            TokenStream::new()
+        } else {
+            self.alloc(root)
+        };
+        let op = n.op.name();
         let len = len_expr(&n.shape);
         let cost = self.cost(g);
         let LoopLeaves {
@@ -1167,6 +1179,11 @@ impl<'a> Emitter<'a> {
             ..
         } = ll;
         if flat {
+            let run = if fresh {
+                quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh_by_blocks::<#et, _>(#op, #len, 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*))?;)
+            } else {
+                quote!(::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));)
+            };
             quote! {
                 #alloc
                 ::grafo::__private::multiversion! {
@@ -1179,19 +1196,29 @@ impl<'a> Emitter<'a> {
                         }
                     }
                 }
-                ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));
+                #run
             }
         } else {
             let row = super::dim_expr(&n.shape[rank - 1]);
             let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
+            let run = if fresh {
+                quote! {
+                    let __row: usize = #row;
+                    let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh_by_blocks::<#et, _>(#op, #len, __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*))?;
+                }
+            } else {
+                quote! {
+                    if #len > 0 {
+                        let __row: usize = #row;
+                        ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
+                    }
+                }
+            };
             quote! {
                 #alloc
                 #(#pre)*
                 #kernel
-                if #len > 0 {
-                    let __row: usize = #row;
-                    ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
-                }
+                #run
             }
         }
     }
