@@ -92,3 +92,51 @@ fn reshapes_of_computed_values_are_returned() {
     let (a, b) = r_twice(&arr1(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0])).unwrap();
     assert_eq!(a.as_slice().unwrap(), b.as_slice().unwrap());
 }
+
+/// A value returned next to a view of it (and, in a fork branch, several such pairs): the
+/// view's copy is taken before the buffer moves into the results (it used to be read after
+/// the move, a rustc borrow error in the emitted code).
+#[graph]
+#[allow(clippy::type_complexity)]
+fn value_and_its_view(
+    x: Tensor<f32, 7, 5>,
+) -> (
+    Tensor<f32, 3, 5>,
+    Tensor<f32, 1, 3, 5>,
+    Tensor<f32, 5, 3>,
+    (
+        Tensor<f32, 7, 5>,
+        Tensor<f32, 7, 5, 1>,
+        Tensor<f32, 7, 1, 5>,
+    ),
+) {
+    let y = x[s![1..4, ..]];
+    let z = x[s![..;-1, ..]];
+    (
+        y,
+        expand_dims(y, 0),
+        transpose(y),
+        (z, expand_dims(z, -1), expand_dims(z, 1)),
+    )
+}
+
+#[test]
+fn a_value_and_its_view_are_both_returned() {
+    let x = grafo::ndarray::Array2::from_shape_fn((7, 5), |(i, j)| (i * 10 + j) as f32);
+    let y = x.slice(grafo::ndarray::s![1..4, ..]).to_owned();
+    let z = x.slice(grafo::ndarray::s![..;-1, ..]).to_owned();
+    let runs = [
+        value_and_its_view(&x),
+        value_and_its_view::eager(&x),
+        value_and_its_view::run(&mut Session::default(), &x),
+    ];
+    for r in runs {
+        let (a, b, c, (d, e, f)) = r.unwrap();
+        assert_eq!(a, y);
+        assert_eq!(b.into_shape_with_order((3, 5)).unwrap(), y);
+        assert_eq!(c, y.t());
+        assert_eq!(d, z);
+        assert_eq!(e.into_shape_with_order((7, 5)).unwrap(), z);
+        assert_eq!(f.into_shape_with_order((7, 5)).unwrap(), z);
+    }
+}

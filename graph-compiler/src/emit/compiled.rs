@@ -41,6 +41,27 @@ fn v(id: NodeId) -> Ident {
     format_ident!("v{}", id.0)
 }
 
+/// Binds every result expression that is not a plain local (a copy, a `vec![..]`) to a local
+/// `{prefix}_{k}` first, so that all copies read their buffers before any buffer is moved
+/// into the results; returns those bindings and the results with the copies replaced.
+fn copies_first<T>(
+    results: Vec<(T, TokenStream)>,
+    prefix: &str,
+) -> (TokenStream, Vec<(T, TokenStream)>) {
+    let mut hoisted = TokenStream::new();
+    let mut out = Vec::new();
+    for (k, (extra, data)) in results.into_iter().enumerate() {
+        if syn::parse2::<Ident>(data.clone()).is_ok() {
+            out.push((extra, data));
+        } else {
+            let local = format_ident!("{}_{}", prefix, k);
+            hoisted.extend(quote!(let #local = #data;));
+            out.push((extra, quote!(#local)));
+        }
+    }
+    (hoisted, out)
+}
+
 /// The `Numeric` trait path, for integer arithmetic with the runtime's semantics.
 fn numeric() -> TokenStream {
     quote!(::grafo::__private::Numeric)
@@ -311,9 +332,15 @@ impl<'a> Emitter<'a> {
             } else {
                 self.owned_copy(o)
             };
-            results.push(quote!(::grafo::__private::compiled::into_array(#dv, #data)?));
+            results.push((dv, data));
         }
-        out.extend(quote!(let __results = (#(#results,)*);));
+        // Copies are taken before any buffer moves into the results (a returned view copies
+        // from the buffer another result takes).
+        let (hoisted, results) = copies_first(results, "__result");
+        let results = results
+            .iter()
+            .map(|(dv, data)| quote!(::grafo::__private::compiled::into_array(#dv, #data)?));
+        out.extend(quote!(#hoisted let __results = (#(#results,)*);));
         out
     }
 
@@ -521,9 +548,15 @@ impl<'a> Emitter<'a> {
             self.in_branch = false;
             let name = format_ident!("__branch_{}", k);
             let result = format_ident!("__r{}", k);
+            let (hoisted, vals) = copies_first(
+                vals.into_iter().map(|v| ((), v)).collect(),
+                "__branch_result",
+            );
+            let vals = vals.into_iter().map(|(_, v)| v);
             closures.extend(quote! {
                 let #name = |__ctx: &mut ::grafo::__private::exec::ExecCtx<'_>| -> ::std::result::Result<(#(#tys,)*), ::grafo::Error> {
                     #code
+                    #hoisted
                     ::std::result::Result::Ok((#(#vals,)*))
                 };
             });
