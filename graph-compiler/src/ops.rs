@@ -463,12 +463,12 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "strided_slice",
         family: Family::Selection,
-        signature: "strided_slice(x, [begin], [end], [strides])",
+        signature: "strided_slice(x, [begin], [end] [, [strides] [, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask]])",
         dtypes: ANY,
-        shape: "NumPy's `begin:end:stride` per leading axis (bounds from the end when negative, clamped); no masks",
-        doc: "TF's basic strided slice: every `stride`-th element from `begin` to `end` (exclusive).",
+        shape: "NumPy's `begin:end:stride` per entry (bounds from the end when negative, clamped; strides 1 by default); the masks as TF's, bit i for entry i: begin/end masked take the whole side, an ellipsis stands for the axes no entry reads, a new axis adds a 1, a shrunk axis is dropped",
+        doc: "TF's strided slice, masks included; the masks are integers given by position after `strides`, in TF's order (trailing ones may be left out, default 0).",
         tf: "tf.strided_slice",
-        example: "let rev = strided_slice(x, [-1], [-100], [-1]);",
+        example: "let last = strided_slice(x, [0, -1], [0, 0], [1, 1], 1, 1, 0, 0, 2); // x[:, -1]",
     },
     OpRow {
         name: "concat",

@@ -119,10 +119,58 @@ fn symbolic_count(spec: SliceSpec, dim: &Dim, axis: usize) -> Result<Option<Dim>
         }
         SliceSpec::Strided { stride: 0, .. } => Err(format!("the stride of axis {axis} is 0")),
         SliceSpec::Strided { begin, end, stride } => {
-            if (begin >= 0) != (end >= 0) {
-                return Err(depends());
-            }
-            let (b, e, abs) = (begin as i128, end as i128, stride.unsigned_abs() as i128);
+            // Each bound as a position counted from the start or from the end of the axis;
+            // a masked bound (TF's `begin_mask`/`end_mask`, held as i64::MIN/MAX, which the
+            // clamp turns into the same ends) is the end of the axis the stride starts from
+            // or walks to.
+            let frame = |v: i64| {
+                if v >= 0 {
+                    Bound::Start(v as i128)
+                } else {
+                    Bound::End(v as i128)
+                }
+            };
+            let (b, e) = if stride > 0 {
+                (
+                    if begin == i64::MIN {
+                        Bound::Start(0)
+                    } else {
+                        frame(begin)
+                    },
+                    if end == i64::MAX {
+                        Bound::End(0)
+                    } else {
+                        frame(end)
+                    },
+                )
+            } else {
+                (
+                    if begin == i64::MAX {
+                        Bound::End(-1)
+                    } else {
+                        frame(begin)
+                    },
+                    if end == i64::MIN {
+                        Bound::Start(-1)
+                    } else {
+                        frame(end)
+                    },
+                )
+            };
+            let abs = stride.unsigned_abs() as i128;
+            let (b, e) = match (b, e) {
+                (Bound::Start(b), Bound::Start(e)) | (Bound::End(b), Bound::End(e)) => (b, e),
+                (Bound::Start(0), Bound::End(0)) | (Bound::End(-1), Bound::Start(-1)) => {
+                    return if abs == 1 {
+                        Ok(Some(dim.clone()))
+                    } else {
+                        Err(format!(
+                            "a stride of {stride} over the whole symbolic axis {axis} (`{sym}`) gives a size that is not a dim grafo can name; slice a static range"
+                        ))
+                    };
+                }
+                _ => return Err(depends()),
+            };
             let count = if stride > 0 {
                 if e > b {
                     (e - b - 1) / abs + 1
@@ -137,6 +185,127 @@ fn symbolic_count(spec: SliceSpec, dim: &Dim, axis: usize) -> Result<Option<Dim>
             Ok(Some(Dim::Const(count as u64)))
         }
     }
+}
+
+/// A slice bound on a symbolic axis: a position from the start, or one relative to the end.
+#[derive(Clone, Copy)]
+enum Bound {
+    Start(i128),
+    End(i128),
+}
+
+/// The names of `strided_slice`'s masks, in TF's order (its 5th to 9th arguments).
+const MASK_NAMES: [&str; 5] = [
+    "begin_mask",
+    "end_mask",
+    "ellipsis_mask",
+    "new_axis_mask",
+    "shrink_axis_mask",
+];
+
+/// TF's five masks of `strided_slice`: bit `i` of each refers to entry `i` of `begin`, `end`
+/// and `strides`.
+#[derive(Debug, Clone, Copy, Default)]
+struct StridedMasks {
+    begin: u64,
+    end: u64,
+    ellipsis: u64,
+    new_axis: u64,
+    shrink: u64,
+}
+
+/// TF's expansion of a `strided_slice` spec (its `BuildDenseSpec` and canonicalisation): one
+/// [`SliceSpec`] per axis of a tensor of rank `rank`, and the positions in the result of the
+/// axes of size 1 that `new_axis_mask` inserts; or the message of what is wrong with the
+/// argument it is about (`strided_slice`'s argument index: 3 the strides, 6 `ellipsis_mask`,
+/// 8 `shrink_axis_mask`, 1 the begin list).
+///
+/// An `ellipsis_mask` entry stands for as many whole axes as the other entries leave (without
+/// one, the axes after the last entry are whole); a `new_axis_mask` entry adds an axis of
+/// size 1 and reads none; a `shrink_axis_mask` entry takes the one element at `begin` and drops
+/// the axis (`end` and the stride are ignored, but the stride must be positive, as TF's
+/// "only stride 1 allowed on non-range indexing"); a masked `begin` or `end` is the end of the
+/// axis the stride starts from or walks to, held as i64::MIN or i64::MAX (which clamp there).
+/// Ellipsis wins over new axis, new axis over shrink, as in TF.
+fn tf_dense_spec(
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    masks: StridedMasks,
+    rank: usize,
+) -> Result<(Vec<SliceSpec>, Vec<usize>), (usize, String)> {
+    let bit = |m: u64, i: usize| i < 64 && m >> i & 1 == 1;
+    if masks.ellipsis.count_ones() > 1 {
+        return Err((6, format!(
+            "`ellipsis_mask` {:#b} has more than one bit set; a spec has at most one ellipsis (TF: multiple ellipses in slice spec not allowed)",
+            masks.ellipsis
+        )));
+    }
+    let n = begin.len();
+    let ellipsis_at = (0..n).find(|&i| bit(masks.ellipsis, i));
+    // The entries that read an input axis (neither the ellipsis nor a new axis).
+    let reads = |i: usize| !bit(masks.ellipsis, i) && !bit(masks.new_axis, i);
+    let reading = (0..n).filter(|&i| reads(i)).count();
+    if reading > rank {
+        return Err((1, format!(
+            "{reading} entries read an axis (not counting the ellipsis and new axes) but the tensor has rank {rank}"
+        )));
+    }
+    let whole = SliceSpec::Range {
+        start: 0,
+        end: None,
+        step: 1,
+    };
+    let mut axes = Vec::new();
+    let mut new_axes = Vec::new();
+    let mut out_pos = 0usize;
+    for i in 0..n {
+        if Some(i) == ellipsis_at {
+            // The ellipsis covers the axes the entries after it do not read.
+            let after = (i + 1..n).filter(|&j| reads(j)).count();
+            let covered = rank - axes.len() - after;
+            axes.extend(std::iter::repeat_n(whole, covered));
+            out_pos += covered;
+            continue;
+        }
+        if bit(masks.new_axis, i) {
+            new_axes.push(out_pos);
+            out_pos += 1;
+            continue;
+        }
+        let (b, e, s) = (begin[i], end[i], strides[i]);
+        let axis = axes.len();
+        if s == 0 {
+            return Err((3, format!("entry {i} (axis {axis}) has stride 0")));
+        }
+        if bit(masks.shrink, i) {
+            if s < 0 {
+                return Err((8, format!(
+                    "entry {i} (axis {axis}) is in `shrink_axis_mask` but has stride {s}; an index needs a positive stride (TF: only stride 1 allowed on non-range indexing)"
+                )));
+            }
+            axes.push(SliceSpec::Index(b));
+            continue;
+        }
+        let b = match (bit(masks.begin, i), s > 0) {
+            (false, _) => b,
+            (true, true) => i64::MIN,
+            (true, false) => i64::MAX,
+        };
+        let e = match (bit(masks.end, i), s > 0) {
+            (false, _) => e,
+            (true, true) => i64::MAX,
+            (true, false) => i64::MIN,
+        };
+        axes.push(SliceSpec::Strided {
+            begin: b,
+            end: e,
+            stride: s,
+        });
+        out_pos += 1;
+    }
+    axes.resize(rank, whole);
+    Ok((axes, new_axes))
 }
 
 /// The shape of a slice of `shape` (axes past `axes` are kept whole), or the message of the
@@ -445,7 +614,7 @@ impl Lowerer<'_> {
     ) -> Option<Value> {
         let usage = match name {
             "slice" => "a tensor, `[begin]` and `[size]` (size -1 takes the rest of the axis)",
-            "strided_slice" => "a tensor, `[begin]`, `[end]` and `[strides]`",
+            "strided_slice" => "a tensor, `[begin]`, `[end]`, optionally `[strides]` and then TF's masks in its order (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)",
             "concat" => "a list of tensors `[a, b]` and an axis",
             "stack" => "a list of tensors `[a, b]` and optionally an axis (default 0)",
             "split" => "a tensor, a number of pieces (or a list of sizes) and optionally an axis (default 0)",
@@ -461,7 +630,7 @@ impl Lowerer<'_> {
         };
         let (lo, hi) = match name {
             "slice" => (3, 3),
-            "strided_slice" => (4, 4),
+            "strided_slice" => (3, 9),
             "concat" => (2, 2),
             "stack" | "expand_dims" | "tile" => (if name == "stack" { 1 } else { 2 }, 2),
             "split" => (2, 3),
@@ -501,8 +670,11 @@ impl Lowerer<'_> {
 
     fn lower_tf_slice(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
         let (x, xn) = self.sel_operand(args[0]);
-        let lists: Option<Vec<Vec<i64>>> =
-            args[1..].iter().map(|a| self.int_list_exact(a)).collect();
+        // The lists (`begin`, `size` / `begin`, `end`, `strides`); `strided_slice`'s masks follow.
+        let lists: Option<Vec<Vec<i64>>> = args[1..args.len().min(4)]
+            .iter()
+            .map(|a| self.int_list_exact(a))
+            .collect();
         let Some(lists) = lists else {
             return Value::Tensor(self.poisoned(span));
         };
@@ -512,6 +684,7 @@ impl Lowerer<'_> {
         let rank = xn.shape.len();
         let ty = type_str(xn.dtype, &xn.shape);
         let mut axes = Vec::new();
+        let mut new_axes = Vec::new();
         if name == "slice" {
             let (begin, size) = (&lists[0], &lists[1]);
             for (k, list) in [begin, size].into_iter().enumerate() {
@@ -549,17 +722,46 @@ impl Lowerer<'_> {
             }
         } else {
             let n = lists[0].len();
-            if lists.iter().any(|l| l.len() != n) || n > rank {
+            let strides = lists.get(2).cloned().unwrap_or_else(|| vec![1; n]);
+            if lists[1].len() != n || strides.len() != n {
                 let msg = format!(
-                    "`strided_slice` needs `begin`, `end` and `strides` of one length, at most the rank {rank} of {ty}; found {}, {} and {}",
+                    "`strided_slice` needs `begin`, `end` and `strides` of one length; found {}, {} and {}",
                     lists[0].len(),
                     lists[1].len(),
-                    lists[2].len()
+                    strides.len()
                 );
                 return self.sel_error(span, msg, span);
             }
-            for ((&begin, &end), &stride) in lists[0].iter().zip(&lists[1]).zip(&lists[2]) {
-                axes.push(SliceSpec::Strided { begin, end, stride });
+            let mut values = [0u64; 5];
+            for (k, e) in args.iter().skip(4).enumerate() {
+                match self.mask_value(e) {
+                    Some(v) => values[k] = v,
+                    None => {
+                        let msg = format!(
+                            "`{}` must be a non-negative integer literal or `const` (bits may be combined with `|` and `<<`); the masks follow `strides` in TF's order: begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask",
+                            MASK_NAMES[k]
+                        );
+                        return self.sel_error(e.span(), msg, span);
+                    }
+                }
+            }
+            let masks = StridedMasks {
+                begin: values[0],
+                end: values[1],
+                ellipsis: values[2],
+                new_axis: values[3],
+                shrink: values[4],
+            };
+            match tf_dense_spec(&lists[0], &lists[1], &strides, masks, rank) {
+                Ok((a, n)) => {
+                    axes = a;
+                    new_axes = n;
+                }
+                Err((at, msg)) => {
+                    let msg = format!("`strided_slice`: {msg} (the tensor is {ty})");
+                    let at = args.get(at).map_or(span, |a| a.span());
+                    return self.sel_error(at, msg, span);
+                }
             }
         }
         let op_name: &'static str = if name == "slice" {
@@ -573,12 +775,38 @@ impl Lowerer<'_> {
                     name: op_name,
                     axes,
                 };
-                Value::Tensor(self.sel_node(op, vec![x], xn.dtype, shape, span))
+                let id = self.sel_node(op, vec![x], xn.dtype, shape.clone(), span);
+                if new_axes.is_empty() {
+                    return Value::Tensor(id);
+                }
+                let mut with_new = shape;
+                for &at in &new_axes {
+                    with_new.insert(at, Dim::Const(1));
+                }
+                Value::Tensor(self.view_as(id, with_new, span))
             }
             Err((_, msg)) => {
                 let msg = format!("`{name}`: {msg} (the tensor is {ty})");
                 self.sel_error(args[1].span(), msg, span)
             }
+        }
+    }
+
+    /// A `strided_slice` mask: a non-negative integer literal or `const`, or `|`, `<<` and
+    /// parentheses over them (`1 | 1 << 2`).
+    fn mask_value(&self, e: &Expr) -> Option<u64> {
+        match e {
+            Expr::Binary(b) => {
+                let (l, r) = (self.mask_value(&b.left)?, self.mask_value(&b.right)?);
+                match b.op {
+                    syn::BinOp::BitOr(_) => Some(l | r),
+                    syn::BinOp::Shl(_) if r < 63 => l.checked_shl(r as u32).filter(|v| v >> r == l),
+                    _ => None,
+                }
+            }
+            Expr::Paren(p) => self.mask_value(&p.expr),
+            Expr::Group(g) => self.mask_value(&g.expr),
+            _ => self.literal_int(e).and_then(|v| u64::try_from(v).ok()),
         }
     }
 
@@ -1207,7 +1435,24 @@ pub fn attrs(op: &SelOp) -> Vec<(String, String)> {
                         }
                     }
                     SliceSpec::Strided { begin, end, stride } => {
-                        format!("{begin}:{end}:{stride}")
+                        // A masked bound (i64::MIN/MAX, see `tf_dense_spec`) prints as NumPy's empty one.
+                        let (masked_begin, masked_end) = if *stride > 0 {
+                            (i64::MIN, i64::MAX)
+                        } else {
+                            (i64::MAX, i64::MIN)
+                        };
+                        let bound = |v: i64, masked: i64| {
+                            if v == masked {
+                                String::new()
+                            } else {
+                                v.to_string()
+                            }
+                        };
+                        format!(
+                            "{}:{}:{stride}",
+                            bound(*begin, masked_begin),
+                            bound(*end, masked_end)
+                        )
                     }
                 })
                 .collect();

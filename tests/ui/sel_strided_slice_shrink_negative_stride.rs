@@ -1,0 +1,8 @@
+use grafo::prelude::*;
+
+#[graph]
+fn f(x: Tensor<f32, 7, 5>) -> Tensor<f32, 5> {
+    strided_slice(x, [2], [3], [-1], 0, 0, 0, 0, 1)
+}
+
+fn main() {}
