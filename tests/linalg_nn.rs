@@ -392,6 +392,128 @@ fn transposed_operand_is_not_materialised() {
     assert_eq!(live_transposes, 1);
 }
 
+/// `matmul(transpose(a), b)` and `matmul(transpose(a), transpose(b))` (TF's `transpose_a`,
+/// NumPy's `a.T @ b`): 2-D, 3-D with a broadcast batch and a fused bias + relu, integers, and
+/// a transpose that is also used on its own.
+#[graph]
+#[allow(clippy::type_complexity)]
+fn transposed_left(
+    a: Tensor<f32, K, M>,
+    b: Tensor<f32, K, N>,
+    bt: Tensor<f32, N, K>,
+    x: Tensor<f32, B, S, 8>,
+    w: Tensor<f32, S, 5>,
+    bias: Tensor<f32, 5>,
+    ia: Tensor<i32, K, M>,
+    ib: Tensor<i32, K, N>,
+) -> (
+    Tensor<f32, M, N>,
+    Tensor<f32, M, N>,
+    Tensor<f32, B, 8, 5>,
+    Tensor<i32, M, N>,
+    Tensor<f32, M, K>,
+) {
+    let at = transpose(a);
+    (
+        matmul(at, b),
+        matmul(transpose(a, [1, 0]), transpose(bt)),
+        relu(matmul(transpose(x, [0, 2, 1]), w) + bias),
+        matmul(transpose(ia), ib),
+        at * 2.0,
+    )
+}
+
+#[test]
+fn matmul_left_transposed_in_place() {
+    for (mm, kk, nn, b, s) in [
+        (1usize, 1usize, 1usize, 1usize, 1usize),
+        (7, 5, 3, 2, 7),
+        (0, 4, 3, 0, 3),
+        (5, 0, 4, 1, 0),
+        (4, 3, 0, 2, 1),
+        (1023, 7, 9, 1, 1023),
+        (3, 1023, 5, 2, 33),
+        (70, 300, 90, 3, 65),
+    ] {
+        let a = rand_arr(21, Ix2(kk, mm), -1.0, 1.0);
+        let bm = rand_arr(22, Ix2(kk, nn), -1.0, 1.0);
+        let btm = rand_arr(23, Ix2(nn, kk), -1.0, 1.0);
+        let x = rand_arr(24, Ix3(b, s, 8), -1.0, 1.0);
+        let w = rand_arr(25, Ix2(s, 5), -1.0, 1.0);
+        let bias = rand_arr(26, grafo::ndarray::Ix1(5), -1.0, 1.0);
+        let ia = rand_arr(27, Ix2(kk, mm), -1e3, 1e3).mapv(|v| v as i32);
+        let ib = rand_arr(28, Ix2(kk, nn), -1e3, 1e3).mapv(|v| v as i32);
+        let at = ref_transpose(&to_f64(&a), &[1, 0]);
+        let want_ab = ref_matmul_nd(&at, &to_f64(&bm));
+        let want_abt = ref_matmul_nd(&at, &ref_transpose(&to_f64(&btm), &[1, 0]));
+        let xw = ref_matmul_nd(&ref_transpose(&to_f64(&x), &[0, 2, 1]), &to_f64(&w));
+        let bias64 = to_f64(&bias);
+        let want_xw = ArrayD::from_shape_fn(xw.raw_dim(), |ix| ref_relu(xw[&ix] + bias64[[ix[2]]]));
+        let want_int = ref_matmul_nd(&ref_transpose(&to_f64(&ia), &[1, 0]), &to_f64(&ib));
+        let r = runs!(transposed_left(&a, &bm, &btm, &x, &w, &bias, &ia, &ib));
+        let what = format!("{mm}x{kk}x{nn} b={b} s={s}");
+        let pick = |f: &dyn Fn(&(_, _, _, _, _)) -> ArrayD<f64>| -> Vec<(&str, ArrayD<f64>)> {
+            r.iter().map(|(h, x)| (*h, f(x))).collect()
+        };
+        check_product(
+            &format!("a^T @ b {what}"),
+            &pick(&|x| to_f64(&x.0)),
+            &want_ab,
+        );
+        check_product(
+            &format!("a^T @ bt^T {what}"),
+            &pick(&|x| to_f64(&x.1)),
+            &want_abt,
+        );
+        check_product(
+            &format!("relu(x^T @ w + bias) {what}"),
+            &pick(&|x| to_f64(&x.2)),
+            &want_xw,
+        );
+        check_product(
+            &format!("int a^T @ b {what}"),
+            &pick(&|x| to_f64(&x.3)),
+            &want_int,
+        );
+        check_product(
+            &format!("a^T * 2 {what}"),
+            &pick(&|x| to_f64(&x.4)),
+            &at.mapv(|v| v * 2.0),
+        );
+    }
+}
+
+/// No matmul of `transposed_left` reads a transpose: all four are flagged `transpose_a`, one
+/// of them also `transpose_b`, and the only transpose left is the one returned on its own.
+#[test]
+fn left_transposed_operand_is_not_materialised() {
+    let g = transposed_left::graph();
+    let (mut flagged_a, mut flagged_both) = (0, 0);
+    let flag = |n: &grafo::NodeDef, key: &str| n.attrs.iter().any(|(k, v)| k == key && v == "true");
+    for n in g
+        .nodes
+        .iter()
+        .filter(|n| n.op == "matmul" && n.group.is_some())
+    {
+        for &i in &n.inputs {
+            assert_ne!(
+                g.nodes[i].op, "transpose",
+                "matmul {} reads a transpose",
+                n.name
+            );
+        }
+        flagged_a += flag(n, "transpose_a") as usize;
+        flagged_both += (flag(n, "transpose_a") && flag(n, "transpose_b")) as usize;
+    }
+    assert_eq!((flagged_a, flagged_both), (4, 1));
+    let live_transposes = g
+        .nodes
+        .iter()
+        .filter(|n| n.op == "transpose" && n.group.is_some())
+        .count();
+    assert_eq!(live_transposes, 1);
+}
+
 // ----- pooling --------------------------------------------------------------------------------
 
 /// TF's pooling written out directly: output size and padding per axis, then each window's

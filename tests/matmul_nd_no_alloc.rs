@@ -1,6 +1,7 @@
 //! Counting-allocator proof that `matmul_nd_into` allocates nothing in steady state, on the
 //! transformer's products: `[B, H, S, D] x [B, H, D, S]` read transposed in place, a
-//! partially broadcast batch (`[B, 1]` against `[H]`), and `[B, S, D] x [D, E]`.
+//! partially broadcast batch (`[B, 1]` against `[H]`), and `[B, S, D] x [D, E]`; and with the
+//! left operand read transposed in place (alone and with the right one).
 
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
@@ -9,13 +10,15 @@ use counting_alloc::{allocations, serial};
 use graph_runtime::matmul::GemmElement;
 use graph_runtime::matmul_nd::{matmul_nd_into, NdMatmul};
 
-/// One product: the batch shapes of `a` and `b`, `m, k, n`, whether `b` is transposed.
-type Case = (&'static [usize], &'static [usize], [usize; 3], bool);
+/// One product: the batch shapes of `a` and `b`, `m, k, n`, whether `a` and `b` are transposed.
+type Case = (&'static [usize], &'static [usize], [usize; 3], [bool; 2]);
 
-const CASES: [Case; 3] = [
-    (&[2, 4], &[2, 4], [64, 16, 64], true),
-    (&[2, 1], &[4], [64, 16, 16], false),
-    (&[2], &[], [64, 256, 256], false),
+const CASES: [Case; 5] = [
+    (&[2, 4], &[2, 4], [64, 16, 64], [false, true]),
+    (&[2, 1], &[4], [64, 16, 16], [false, false]),
+    (&[2], &[], [64, 256, 256], [false, false]),
+    (&[2, 4], &[2, 4], [64, 16, 64], [true, false]),
+    (&[], &[], [300, 64, 200], [true, true]),
 ];
 
 fn values<T: GemmElement>(len: usize, seed: usize) -> Vec<T> {
@@ -45,13 +48,14 @@ fn check_steady_state<T: GemmElement>() {
         .collect();
     let run = |ops: &mut Vec<(Vec<T>, Vec<T>, Vec<T>)>| {
         pool.install(|| {
-            for ((ab, bb, [m, k, n], bt), (a, b, out)) in CASES.iter().zip(ops.iter_mut()) {
+            for ((ab, bb, [m, k, n], [at, bt]), (a, b, out)) in CASES.iter().zip(ops.iter_mut()) {
                 let spec = NdMatmul {
                     a_batch: ab,
                     b_batch: bb,
                     m: *m,
                     k: *k,
                     n: *n,
+                    a_transposed: *at,
                     b_transposed: *bt,
                 };
                 matmul_nd_into(a, b, out, spec, |_, _, blk: &mut [T]| {

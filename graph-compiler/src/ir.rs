@@ -774,9 +774,11 @@ pub enum Op {
         keep_dims: bool,
     },
     Norm,
-    /// `matmul(a, b)` over the last two axes, batch axes broadcast; with `transpose_b`, input
-    /// `b` is stored with its last two axes swapped (`matmul(a, transpose(b))` read in place).
+    /// `matmul(a, b)` over the last two axes, batch axes broadcast; with `transpose_a` /
+    /// `transpose_b`, input `a` / `b` is stored with its last two axes swapped
+    /// (`matmul(transpose(a), b)`, `matmul(a, transpose(b))` read in place).
     MatMul {
+        transpose_a: bool,
         transpose_b: bool,
     },
     Transpose {

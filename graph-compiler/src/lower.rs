@@ -1824,7 +1824,15 @@ impl Lowerer<'_> {
                 let (a, b) = (self.operand(args[0]), self.operand(args[1]));
                 let (na, nb) = (self.graph.node(a).clone(), self.graph.node(b).clone());
                 let r = infer::matmul((na.dtype, &na.shape), (nb.dtype, &nb.shape));
-                self.typed(Op::MatMul { transpose_b: false }, vec![a, b], r, span)
+                self.typed(
+                    Op::MatMul {
+                        transpose_a: false,
+                        transpose_b: false,
+                    },
+                    vec![a, b],
+                    r,
+                    span,
+                )
             }
             "transpose" => {
                 if !arity(self, 1, 2, "a tensor and optionally a permutation `[1, 0]`") {

@@ -354,7 +354,7 @@ pub const OPS: &[OpRow] = &[
         signature: "matmul(a, b)",
         dtypes: NUMBER,
         shape: "[.., M, K] x [.., K, N] -> [.., M, N]; the leading (batch) axes broadcast as NumPy's `@`",
-        doc: "Matrix product over the last two axes, batched over the others; `matmul(a, transpose(b))` reads `b` in place.",
+        doc: "Matrix product over the last two axes, batched over the others; an operand transposed over its last two axes (`matmul(transpose(a), b)`, `matmul(a, transpose(b))`, or both) is read in place.",
         tf: "tf.linalg.matmul",
         example: "let scores = matmul(q, transpose(k, [0, 1, 3, 2]));",
     },

@@ -1,4 +1,4 @@
-//! N-D `matmul` with NumPy's broadcast batch dims (`[B, H, S, D] @ [B, H, D, S]`, `[B, S, D] @ [D, E]`), and a right operand read transposed in place, on the GEMM of [`crate::matmul`].
+//! N-D `matmul` with NumPy's broadcast batch dims (`[B, H, S, D] @ [B, H, D, S]`, `[B, S, D] @ [D, E]`), and either operand read transposed in place, on the GEMM of [`crate::matmul`].
 //!
 //! The last two axes of each operand are the matrices; the axes before them are batch axes,
 //! right-aligned and broadcast as NumPy does (a 1 or a missing axis repeats the operand).
@@ -21,6 +21,8 @@ pub struct NdMatmul<'s> {
     pub m: usize,
     pub k: usize,
     pub n: usize,
+    /// `a` is stored as `[.., k, m]` and read as its transpose (`matmul(transpose(a), b)`).
+    pub a_transposed: bool,
     /// `b` is stored as `[.., n, k]` and read as its transpose (`matmul(a, transpose(b))`).
     pub b_transposed: bool,
 }
@@ -110,7 +112,7 @@ pub fn matmul_nd_into<T: GemmElement, E>(
         .product();
     let (map_a, map_b) = (map_of(ab, batch), map_of(bb, batch));
     let stride_of = |map: Map, matrix: usize| if map == Map::Shared { 0 } else { matrix };
-    if !spec.b_transposed && map_a != Map::General && map_b != Map::General {
+    if !spec.a_transposed && !spec.b_transposed && map_a != Map::General && map_b != Map::General {
         let dims = MatmulDims {
             batch,
             m,
@@ -135,7 +137,7 @@ pub fn matmul_nd_into<T: GemmElement, E>(
     let one = |bi: usize, out_b: &mut [T]| {
         let a_b = &a[offset(bi, ab, ab, bb) * m * k..][..m * k];
         let b_b = &b[offset(bi, bb, ab, bb) * k * n..][..k * n];
-        if !spec.b_transposed {
+        if !spec.a_transposed && !spec.b_transposed {
             let dims = MatmulDims::single(m, k, n);
             matmul_into(a_b, b_b, out_b, dims, |_, r0, blk: &mut [T]| {
                 epilogue(bi, r0, blk)
@@ -150,21 +152,37 @@ pub fn matmul_nd_into<T: GemmElement, E>(
         let block = |(blk, out_blk): (usize, &mut [T])| {
             let r0 = blk * rows;
             let r = out_blk.len() / n;
-            // SAFETY: rows r0..r0+r of `a_b` (k each), all n rows of k of the stored `b_b`
-            // and the r x n block are inside the slices taken above.
-            unsafe {
-                T::gemm_strided_bt(
-                    r,
-                    k,
-                    n,
-                    a_b[r0 * k..].as_ptr(),
-                    k,
-                    b_b.as_ptr(),
-                    k,
-                    out_blk.as_mut_ptr(),
-                    n,
-                )
-            };
+            if spec.a_transposed {
+                // Rows r0..r0+r of the product read columns r0..r0+r of the stored `[k, m]`
+                // matrix: they are gathered into this thread's scratch as an `r x k` block
+                // (a slab that stays in cache; the whole transpose is never materialised),
+                // then multiplied as a row-major left operand, the same arithmetic as on a
+                // transposed copy.
+                T::with_scratch(r * k, |a_rows| {
+                    for (p, col) in a_b.chunks_exact(m).enumerate() {
+                        for (i, &v) in col[r0..r0 + r].iter().enumerate() {
+                            a_rows[i * k + p] = v;
+                        }
+                    }
+                    // SAFETY: `a_rows` holds r rows of k; `b_b` holds k x n (or n x k when
+                    // stored transposed) and the r x n block is `out_blk`.
+                    unsafe { gemm_rows(spec.b_transposed, r, k, n, a_rows.as_ptr(), b_b, out_blk) }
+                });
+            } else {
+                // SAFETY: rows r0..r0+r of `a_b` (k each), all of `b_b` and the r x n block
+                // are inside the slices taken above.
+                unsafe {
+                    gemm_rows(
+                        spec.b_transposed,
+                        r,
+                        k,
+                        n,
+                        a_b[r0 * k..].as_ptr(),
+                        b_b,
+                        out_blk,
+                    )
+                }
+            }
             epilogue(bi, r0, out_blk);
         };
         if n == 0 {
@@ -187,6 +205,31 @@ pub fn matmul_nd_into<T: GemmElement, E>(
         out.par_chunks_mut(m * n)
             .enumerate()
             .for_each(|(bi, o)| one(bi, o));
+    }
+}
+
+/// `out[r, n] = a[r, k] * b`, `a` row-major with row stride `k`, `b` the `k x n` matrix, or
+/// its `n x k` transpose when `b_transposed`; single-threaded.
+///
+/// # Safety
+/// `a` is valid for `r * k` elements; `b` holds `k * n` and `out` `r * n` elements.
+unsafe fn gemm_rows<T: GemmElement>(
+    b_transposed: bool,
+    r: usize,
+    k: usize,
+    n: usize,
+    a: *const T,
+    b: &[T],
+    out: &mut [T],
+) {
+    debug_assert!(b.len() >= k * n && out.len() >= r * n);
+    // SAFETY: the extents are the caller's contract; `out` is exclusively borrowed.
+    unsafe {
+        if b_transposed {
+            T::gemm_strided_bt(r, k, n, a, k, b.as_ptr(), k, out.as_mut_ptr(), n)
+        } else {
+            T::gemm_strided(r, k, n, a, k, b.as_ptr(), n, out.as_mut_ptr(), n)
+        }
     }
 }
 

@@ -1293,10 +1293,18 @@ impl<'a> Emitter<'a> {
         let alloc = self.alloc(g.root);
         let vid = v(g.root);
         match an.op {
-            Op::MatMul { transpose_b } => {
+            Op::MatMul {
+                transpose_a,
+                transpose_b,
+            } => {
                 let d = |s: &[Dim], i: usize| super::dim_expr(&s[i]);
                 let (ra, rb) = (shape_a.len(), shape_b.len());
-                let (m, k) = (d(&shape_a, ra - 2), d(&shape_a, ra - 1));
+                // The stored `a` is `[.., k, m]` when it is read transposed.
+                let (m, k) = if transpose_a {
+                    (d(&shape_a, ra - 1), d(&shape_a, ra - 2))
+                } else {
+                    (d(&shape_a, ra - 2), d(&shape_a, ra - 1))
+                };
                 // The stored `b` is `[.., n, k]` when it is read transposed.
                 let nn = d(&shape_b, if transpose_b { rb - 2 } else { rb - 1 });
                 let a_batch = shape_expr(&shape_a[..ra - 2]);
@@ -1311,7 +1319,7 @@ impl<'a> Emitter<'a> {
                     #alloc
                     #pre
                     let __m: usize = #m;
-                    let __spec = ::grafo::__private::matmul_nd::NdMatmul { a_batch: &#a_batch, b_batch: &#b_batch, m: __m, k: #k, n: #nn, b_transposed: #transpose_b };
+                    let __spec = ::grafo::__private::matmul_nd::NdMatmul { a_batch: &#a_batch, b_batch: &#b_batch, m: __m, k: #k, n: #nn, a_transposed: #transpose_a, b_transposed: #transpose_b };
                     ::grafo::__private::matmul_nd::matmul_nd_into(#sa, #sb, &mut #vid[..], __spec, #call_epi);
                 }
             }

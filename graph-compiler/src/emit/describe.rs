@@ -95,9 +95,14 @@ pub fn body(
                 ("keep_dims".into(), keep_dims.to_string()),
             ],
             Op::Transpose { perm } => vec![("perm".into(), format!("{perm:?}"))],
-            Op::MatMul { transpose_b: true } => {
-                vec![("transpose_b".into(), "true".into())]
-            }
+            Op::MatMul {
+                transpose_a,
+                transpose_b,
+            } => [("transpose_a", *transpose_a), ("transpose_b", *transpose_b)]
+                .iter()
+                .filter(|(_, on)| *on)
+                .map(|(k, _)| (k.to_string(), "true".into()))
+                .collect(),
             Op::Conv2d { stride, padding } => vec![
                 ("stride".into(), stride.to_string()),
                 ("padding".into(), format!("{padding:?}").to_uppercase()),

@@ -141,14 +141,27 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             quote!(#ev::#f(#x, Some(&[#(#axes),*][..]), #keep_dims)?)
         }
         Op::Norm => call("norm", &ins),
-        Op::MatMul { transpose_b: false } => call("matmul", &ins),
-        Op::MatMul { transpose_b: true } => {
-            // Op by op, the transposed operand is made first (only the compiled path reads it in place).
-            let (a, b) = (&ins[0], &ins[1]);
-            let rank = graph.node(n.inputs[1]).shape.len();
-            let mut perm: Vec<usize> = (0..rank).collect();
-            perm.swap(rank - 1, rank - 2);
-            quote!(#ev::matmul(#a, #ev::transpose(#b, Some(&[#(#perm),*][..]))?.view())?)
+        Op::MatMul {
+            transpose_a: false,
+            transpose_b: false,
+        } => call("matmul", &ins),
+        Op::MatMul {
+            transpose_a,
+            transpose_b,
+        } => {
+            // Op by op, a transposed operand is made first (only the compiled path reads it in place).
+            let operand = |k: usize, transposed: bool| {
+                let x = &ins[k];
+                if !transposed {
+                    return quote!(#x);
+                }
+                let rank = graph.node(n.inputs[k]).shape.len();
+                let mut perm: Vec<usize> = (0..rank).collect();
+                perm.swap(rank - 1, rank - 2);
+                quote!(#ev::transpose(#x, Some(&[#(#perm),*][..]))?.view())
+            };
+            let (a, b) = (operand(0, *transpose_a), operand(1, *transpose_b));
+            quote!(#ev::matmul(#a, #b)?)
         }
         Op::Transpose { perm } => {
             let x = &ins[0];

@@ -28,6 +28,7 @@ pub fn matmul<'a, T: GemmElement>(
         m: sa[ra - 2],
         k: sa[ra - 1],
         n: sb[rb - 1],
+        a_transposed: false,
         b_transposed: false,
     };
     // Non-contiguous views (transposed, sliced) are copied to row-major once.
