@@ -2,8 +2,7 @@
 
 // Every unsafe operation sits in its own `unsafe` block with a `// SAFETY:` comment saying why
 // it holds (clippy's `-D warnings` in CI makes a missing one an error); every `unsafe fn`
-// documents its contract in a `# Safety` section. matmul.rs is exempt until its rewrite
-// (i12-perf) lands with its SAFETY comments and unsafe blocks inside its unsafe fns.
+// documents its contract in a `# Safety` section.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -21,7 +20,6 @@ pub mod exec;
 pub mod graph;
 pub mod layout;
 pub mod math;
-#[allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 pub mod matmul;
 pub mod matmul_nd;
 pub mod pages;

@@ -63,8 +63,9 @@ pub trait GemmElement: Numeric {
     /// `c` is overwritten (never read); `k` may be zero, which gives zeros.
     ///
     /// # Safety
-    /// The three pointers must be valid for the extents the sizes and strides describe, and
-    /// no other thread may touch those elements of `c` during the call.
+    /// The three pointers must be valid for the extents the sizes and strides describe, the
+    /// elements of `c` must overlap neither `a` nor `b`, and no other thread may touch those
+    /// elements of `c` during the call.
     #[allow(clippy::too_many_arguments)]
     unsafe fn gemm_strided(
         m: usize,
@@ -293,7 +294,8 @@ impl GemmElement for f32 {
         ldc: usize,
     ) {
         if k == 0 {
-            zero_rows(m, n, c, ldc);
+            // SAFETY: `c` is valid for m rows of n at stride ldc (the caller's contract).
+            unsafe { zero_rows(m, n, c, ldc) };
             return;
         }
         // SAFETY: the caller vouches for the extents.
@@ -335,7 +337,8 @@ impl GemmElement for f32 {
         ldc: usize,
     ) {
         if k == 0 {
-            zero_rows(m, n, c, ldc);
+            // SAFETY: `c` is valid for m rows of n at stride ldc (the caller's contract).
+            unsafe { zero_rows(m, n, c, ldc) };
             return;
         }
         // SAFETY: the caller vouches for the extents.
@@ -360,7 +363,8 @@ impl GemmElement for f64 {
         ldc: usize,
     ) {
         if k == 0 {
-            zero_rows(m, n, c, ldc);
+            // SAFETY: `c` is valid for m rows of n at stride ldc (the caller's contract).
+            unsafe { zero_rows(m, n, c, ldc) };
             return;
         }
         // SAFETY: the caller vouches for the extents.
@@ -385,7 +389,8 @@ impl GemmElement for f64 {
         ldc: usize,
     ) {
         if k == 0 {
-            zero_rows(m, n, c, ldc);
+            // SAFETY: `c` is valid for m rows of n at stride ldc (the caller's contract).
+            unsafe { zero_rows(m, n, c, ldc) };
             return;
         }
         // SAFETY: the caller vouches for the extents.
@@ -472,15 +477,20 @@ unsafe fn int_gemm_generic<T: Numeric>(
     c: *mut T,
     ldc: usize,
 ) {
-    // SAFETY (all row slices below): the caller vouches for these extents.
+    // SAFETY: `c` is valid for m rows of n at stride ldc (the caller's contract).
     unsafe { zero_rows(m, n, c, ldc) };
     let mut k0 = 0;
     while k0 < k {
         let k1 = (k0 + INT_K_BLOCK).min(k);
         for i in 0..m {
+            // SAFETY: i < m, so row i of `a` holds k elements at a + i * lda (the caller's
+            // contract).
             let a_row = unsafe { std::slice::from_raw_parts(a.add(i * lda), k) };
+            // SAFETY: row i of `c` holds n elements at c + i * ldc, and no other reference
+            // to it exists: `c` overlaps neither `a` nor `b` (the caller's contract).
             let c_row = unsafe { std::slice::from_raw_parts_mut(c.add(i * ldc), n) };
             for (p, &av) in a_row.iter().enumerate().take(k1).skip(k0) {
+                // SAFETY: p < k, so row p of `b` holds n elements at b + p * ldb.
                 let b_row = unsafe { std::slice::from_raw_parts(b.add(p * ldb), n) };
                 for (o, &bv) in c_row.iter_mut().zip(b_row) {
                     *o = o.add(av.mul(bv));
@@ -944,6 +954,10 @@ mod packed {
                 ) {
                     // The driver is compiled inside each kernel's instruction set, so the
                     // micro-kernel and the packing loops inline into it.
+                    /// [`driver_on`] on the AVX-512 tile, compiled for AVX-512.
+                    ///
+                    /// # Safety
+                    /// AVX-512 F/VL/BW/DQ present; otherwise as for [`gemm_prepacked`].
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
                     #[allow(clippy::too_many_arguments)]
@@ -961,6 +975,10 @@ mod packed {
                         unsafe { driver_on::<$avx512>(m, k, n, a, lda, b, c, ldc) }
                     }
 
+                    /// [`driver_on`] on the AVX2 tile, compiled for AVX2+FMA.
+                    ///
+                    /// # Safety
+                    /// AVX2 and FMA present; otherwise as for [`gemm_prepacked`].
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     #[target_feature(enable = "avx2,fma")]
                     #[allow(clippy::too_many_arguments)]
@@ -980,13 +998,17 @@ mod packed {
 
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     if avx512_tiles() {
-                        // SAFETY: AVX-512 present; the caller vouches for the extents.
+                        // SAFETY: `avx512_tiles` is true only at `Level::Avx512`, which
+                        // `cpu::detect` grants only after detecting AVX-512 F/VL/BW/DQ, AVX2
+                        // and FMA; the caller vouches for the extents.
                         return unsafe { driver_avx512(m, k, n, a, lda, b, c, ldc) };
                     } else if level() >= Level::Avx2Fma {
-                        // SAFETY: AVX2+FMA present; the caller vouches for the extents.
+                        // SAFETY: `Level::Avx2Fma` or above is granted only after detecting
+                        // AVX2 and FMA; the caller vouches for the extents.
                         return unsafe { driver_avx2(m, k, n, a, lda, b, c, ldc) };
                     }
-                    // SAFETY: the caller vouches for the extents.
+                    // SAFETY: the portable tile needs no CPU feature; the caller vouches
+                    // for the extents.
                     unsafe { driver_on::<Portable<$t>>(m, k, n, a, lda, b, c, ldc) }
                 }
             }
@@ -1133,9 +1155,12 @@ mod packed {
     }
 
     /// Row pointers of a tile read in place; a short tile repeats its last row (never stored).
+    ///
+    /// # Safety
+    /// `1 <= mr <= MR`, and `a` is valid for `mr` rows at stride `lda`.
     #[inline(always)]
     unsafe fn row_ptrs<T, const MR: usize>(a: *const T, lda: usize, mr: usize) -> [*const T; MR] {
-        // SAFETY: rows below `mr` are inside `a` (the caller's contract).
+        // SAFETY: r.min(mr - 1) < mr, and rows below `mr` are inside `a` (the caller's contract).
         std::array::from_fn(|r| unsafe { a.add(r.min(mr - 1) * lda) })
     }
 
@@ -1284,14 +1309,18 @@ mod packed {
                             };
                             bp.as_ptr()
                         }
-                        // SAFETY: slice pc, panels from column j0+jc, of the packed `b`.
-                        BSrc::Packed { base, n_pad, j0 } => unsafe {
-                            base.add(pc * n_pad + (j0 + jc) * kc)
-                        },
+                        BSrc::Packed { base, n_pad, j0 } => {
+                            // SAFETY: `prepack_b`'s layout puts slice pc (rows pc..pc+kc) at
+                            // pc * n_pad and, inside it, the panel of column j0 + jc (a
+                            // multiple of NR: j0 by the caller's contract, jc of NC) at
+                            // (j0 + jc) * kc; j0 + jc < n_pad, so the offset is in bounds.
+                            unsafe { base.add(pc * n_pad + (j0 + jc) * kc) }
+                        }
                     };
                     // LOOP 3: row blocks of MC.
                     for ic in (0..m).step_by(MC) {
                         let mc = MC.min(m - ic);
+                        // SAFETY: ic < m and pc < k: element (ic, pc) is inside `a`.
                         let a_blk = unsafe { a.add(ic * lda + pc) };
                         if pack_a {
                             // SAFETY: rows ic..ic+mc, columns pc..pc+kc of `a` are in bounds.
@@ -1358,15 +1387,19 @@ mod packed {
         for (panel, j0) in (0..nc).step_by(nr).enumerate() {
             let w = nr.min(nc - j0);
             let out = &mut dst[panel * kc * nr..][..kc * nr];
-            // SAFETY (both arms): rows 0..kc, columns j0..j0+w of the slice are in bounds.
             match (w == nr, nr) {
                 // Whole panels of the x86 tiles' widths: fixed-size row copies, which compile
                 // to vector moves (a `copy_from_slice` of a run-time length is a memmove
                 // call per 64-byte row: 11% of W2's time).
+                // SAFETY: w == 16, so columns j0..j0+16 of all kc rows are inside the slice
+                // (the caller's contract), and `out` holds kc rows of 16.
                 (true, 16) => unsafe { pack_b_rows::<T, 16>(b.add(j0), ldb, out) },
+                // SAFETY: as above with 8 columns.
                 (true, 8) => unsafe { pack_b_rows::<T, 8>(b.add(j0), ldb, out) },
                 _ => {
                     for (p, row) in out.chunks_exact_mut(nr).enumerate() {
+                        // SAFETY: p < kc and j0 + w <= nc: row p, columns j0..j0+w of the
+                        // slice are inside it (the caller's contract).
                         let src = unsafe { std::slice::from_raw_parts(b.add(p * ldb + j0), w) };
                         row[..w].copy_from_slice(src);
                         row[w..].fill(T::default());
@@ -1490,8 +1523,8 @@ mod packed {
     ) {
         for (p, dst) in out.chunks_exact_mut(mr).take(kc).enumerate() {
             for (r, d) in dst.iter_mut().enumerate() {
-                // SAFETY: row r < h, column p < kc is in bounds (the caller's contract).
                 *d = if r < h {
+                    // SAFETY: row r < h, column p < kc is in bounds (the caller's contract).
                     unsafe { *a.add(r * lda + p) }
                 } else {
                     T::default()
@@ -1526,9 +1559,11 @@ mod packed {
     ) {
         let mut acc = [[T::default(); PNR]; PMR];
         for p in 0..kc {
-            // SAFETY: step p of the panels is in bounds.
+            // SAFETY: p < kc, so step p of the packed `b` panel (PNR elements at p * PNR) is
+            // in bounds; `[T; PNR]` has the alignment of `T`, which `b` has.
             let bv: [T; PNR] = unsafe { *(b.add(p * PNR) as *const [T; PNR]) };
             for (r, acc_r) in acc.iter_mut().enumerate() {
+                // SAFETY: r < PMR and p < kc: inside the source (the caller's contract).
                 let av = unsafe { *a.at(r, p) };
                 for (o, &bj) in acc_r.iter_mut().zip(&bv) {
                     *o = *o + av * bj;
@@ -1620,14 +1655,19 @@ mod packed {
                     nr: usize,
                     accumulate: bool,
                 ) {
+                    // The stack tile of a column tail holds two vectors a row.
+                    const { assert!(V <= 2) };
                     let mut acc = [[$zero(); V]; MR];
                     for p in 0..kc {
                         let mut bv = [$zero(); V];
                         for (v, slot) in bv.iter_mut().enumerate() {
-                            *slot = $load(b.add(p * ldb + $lanes * v));
+                            // SAFETY: p < kc and v < V: vector v of step p of `b` is inside
+                            // the caller's panel; unaligned loads need no alignment.
+                            *slot = unsafe { $load(b.add(p * ldb + $lanes * v)) };
                         }
                         for (r, acc_r) in acc.iter_mut().enumerate() {
-                            let av = $bcast(&*a.at(r, p));
+                            // SAFETY: r < MR and p < kc: inside the source of `a`.
+                            let av = $bcast(unsafe { &*a.at(r, p) });
                             for v in 0..V {
                                 acc_r[v] = $fma(av, bv[v], acc_r[v]);
                             }
@@ -1637,9 +1677,13 @@ mod packed {
                         // Whole vectors: store straight into `c`.
                         for (r, acc_r) in acc.iter().enumerate().take(mr) {
                             for (v, &x) in acc_r.iter().enumerate() {
-                                let dst = c.add(r * ldc + $lanes * v);
-                                let x = if accumulate { $add($load(dst), x) } else { x };
-                                $store(dst, x);
+                                // SAFETY: r < mr and vector v covers columns up to
+                                // (v + 1) * lanes <= nr of row r: inside the caller's `c`.
+                                unsafe {
+                                    let dst = c.add(r * ldc + $lanes * v);
+                                    let x = if accumulate { $add($load(dst), x) } else { x };
+                                    $store(dst, x);
+                                }
                             }
                         }
                     } else {
@@ -1647,11 +1691,14 @@ mod packed {
                         let mut tile = [[0.0 as $t; 2 * $lanes]; MR];
                         for (row, acc_r) in tile.iter_mut().zip(&acc) {
                             for (v, &x) in acc_r.iter().enumerate() {
-                                $store(row.as_mut_ptr().add($lanes * v), x);
+                                // SAFETY: v < V <= 2: vector v is inside the row of two.
+                                unsafe { $store(row.as_mut_ptr().add($lanes * v), x) };
                             }
                         }
                         for (r, row) in tile.iter().enumerate().take(mr) {
-                            let dst = std::slice::from_raw_parts_mut(c.add(r * ldc), nr);
+                            // SAFETY: r < mr: row r of the caller's `c` holds nr elements,
+                            // which nothing else references during the call.
+                            let dst = unsafe { std::slice::from_raw_parts_mut(c.add(r * ldc), nr) };
                             for (o, &x) in dst.iter_mut().zip(row) {
                                 *o = if accumulate { *o + x } else { x };
                             }
@@ -1791,9 +1838,13 @@ mod packed {
                 ) {
                     let mut acc = [$zero(); R];
                     for p in 0..kc {
-                        let bv = $load(b.add(p * ldb));
+                        // SAFETY: p < kc: the vector of step p of `b` is inside the caller's
+                        // panel; unaligned loads need no alignment.
+                        let bv = unsafe { $load(b.add(p * ldb)) };
                         for (r, acc_r) in acc.iter_mut().enumerate() {
-                            *acc_r = $fma($set1(*a.at(r, p)), bv, *acc_r);
+                            // SAFETY: r < R and p < kc: inside the source of `a`.
+                            let av = unsafe { *a.at(r, p) };
+                            *acc_r = $fma($set1(av), bv, *acc_r);
                         }
                     }
                     // Whole vectors, or the first `nr` lanes.
@@ -1803,17 +1854,23 @@ mod packed {
                         ((1u32 << nr) - 1) as $mask
                     };
                     for (r, &x) in acc.iter().enumerate().take(mr) {
-                        let dst = c.add(r * ldc);
-                        if lanes == <$mask>::MAX {
-                            let x = if accumulate { $add($load(dst), x) } else { x };
-                            $store(dst, x);
-                        } else {
-                            let x = if accumulate {
-                                $add($maskz_load(lanes, dst), x)
+                        // SAFETY: r < mr: row r of the caller's `c` holds nr elements, a
+                        // whole vector when the mask is full; otherwise the masked load and
+                        // store touch only the first nr lanes (masked-off lanes are not
+                        // accessed and cannot fault).
+                        unsafe {
+                            let dst = c.add(r * ldc);
+                            if lanes == <$mask>::MAX {
+                                let x = if accumulate { $add($load(dst), x) } else { x };
+                                $store(dst, x);
                             } else {
-                                x
-                            };
-                            $mask_store(dst, lanes, x);
+                                let x = if accumulate {
+                                    $add($maskz_load(lanes, dst), x)
+                                } else {
+                                    x
+                                };
+                                $mask_store(dst, lanes, x);
+                            }
                         }
                     }
                 }
