@@ -8,6 +8,7 @@
 use crate::diag::Diagnostics;
 use crate::infer;
 use crate::ir::*;
+use crate::ops::{self, Kind, Lowering, OpRow, TypeParam};
 use crate::signature::{ResultTree, Signature};
 use proc_macro2::TokenStream;
 /// Lowering works with source ranges, so errors underline whole expressions.
@@ -1665,442 +1666,141 @@ impl Lowerer<'_> {
         if self.callees.callee(&name).is_some() {
             return self.lower_inline_call(&name, c);
         }
+        let Some(row) = ops::lookup(&name) else {
+            self.diag
+                .error(c.func.span(), ops::unknown_op_message(&name));
+            return Value::Tensor(self.poisoned(span));
+        };
         let args: Vec<&Expr> = c.args.iter().collect();
-        let arity = |lw: &mut Self, lo: usize, hi: usize, usage: &str| -> bool {
-            if args.len() < lo || args.len() > hi {
-                lw.diag.error(
-                    span,
-                    format!("`{name}` takes {usage}; found {} argument(s)", args.len()),
-                );
-                false
-            } else {
-                true
+        let checked = self.check_call(row, &args, turbofish.as_ref(), span);
+        let Some(dtype) = checked else {
+            // The operands' own mistakes are reported too, then the call is poisoned.
+            for (a, spec) in args.iter().zip(row.args) {
+                if matches!(spec.kind, Kind::Tensor | Kind::Scalar) {
+                    self.operand(a);
+                }
             }
+            return match row.family {
+                ops::Family::Check => Value::Unit,
+                _ => Value::Tensor(self.poisoned(span)),
+            };
         };
-        if let Some(u) = UnaryOp::from_name(&name) {
-            if !arity(self, 1, 1, "one tensor") {
-                return Value::Tensor(self.poisoned(span));
+        let call = Call {
+            name: row.name,
+            args: &args,
+            span,
+            dtype,
+            turbofish: turbofish.as_ref(),
+        };
+        match row.lowering {
+            Lowering::Constant | Lowering::Zeros | Lowering::Ones | Lowering::Fill => {
+                Value::Tensor(self.lower_creation(row.lowering, &call))
             }
-            let x = self.operand(args[0]);
-            let x = self.concrete(x);
-            let n = self.graph.node(x).clone();
-            let r = infer::unary_of(u.name(), u.operand_kind(), (n.dtype, &n.shape));
-            return Value::Tensor(self.typed(Op::Unary(u), vec![x], r, span));
-        }
-        if let Some(v) = self.selection_call(&name, &args, span, turbofish.as_ref()) {
-            return v;
-        }
-        if let Some(v) = self.nn_call(&name, &args, span) {
-            return v;
-        }
-        if let Some(op) = BinaryOp::from_name(&name) {
-            if !arity(self, 2, 2, "two tensors") {
-                return Value::Tensor(self.poisoned(span));
-            }
-            let (a, b) = (self.operand(args[0]), self.operand(args[1]));
-            return Value::Tensor(self.binary(op, a, b, span));
-        }
-        if let Some(v) = self.lower_activation_call(&name, &args, span) {
-            return v;
-        }
-        let id = match name.as_str() {
-            "select" => {
-                if !arity(self, 3, 3, "a bool condition and two tensors") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let cnd = self.operand(args[0]);
-                let (a, b) = (self.operand(args[1]), self.operand(args[2]));
-                let (a, b) = self.coerce(a, b, span);
-                let (a, b) = (self.concrete(a), self.concrete(b));
-                let (nc, na, nb) = (
-                    self.graph.node(cnd).clone(),
-                    self.graph.node(a).clone(),
-                    self.graph.node(b).clone(),
-                );
-                let r = infer::select(
-                    (nc.dtype, &nc.shape),
-                    (na.dtype, &na.shape),
-                    (nb.dtype, &nb.shape),
-                );
-                self.typed(Op::Select, vec![cnd, a, b], r, span)
-            }
-            "cast" => {
-                if !arity(self, 1, 1, "one tensor and a dtype (`cast::<f32>(x)`)") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let x = self.operand(args[0]);
-                let Some((tn, tspan)) = turbofish else {
-                    self.diag
-                        .error(span, "`cast` needs its target dtype: `cast::<f32>(x)`");
-                    return Value::Tensor(self.poisoned(span));
-                };
-                let Some(dt) = DType::from_name(&tn) else {
-                    self.diag.error(
-                        tspan,
-                        format!("unknown dtype `{tn}`: one of f32, f64, i32, i64, bool"),
-                    );
-                    return Value::Tensor(self.poisoned(span));
-                };
-                if self.is_weak(x) && !matches!(self.graph.node(x).op, Op::Host { .. }) {
-                    let Op::Const { value, .. } = self.graph.node(x).op else {
-                        unreachable!("weak nodes are constants")
-                    };
-                    return Value::Tensor(self.push(
-                        Op::Const {
-                            value: value.convert(dt),
-                            weak: false,
-                        },
-                        vec![],
-                        dt,
-                        vec![],
-                        span,
-                    ));
-                }
-                let shape = self.graph.node(x).shape.clone();
-                self.typed(Op::Cast, vec![x], Ok((dt, shape)), span)
-            }
-            "reduce_sum" | "reduce_mean" | "reduce_max" | "reduce_min" => {
-                if !arity(self, 1, 3, "a tensor, then optionally an axis or `[axes]`, then optionally `keep_dims` (`true`/`false`)") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let kind = match name.as_str() {
-                    "reduce_sum" => ReduceKind::Sum,
-                    "reduce_mean" => ReduceKind::Mean,
-                    "reduce_max" => ReduceKind::Max,
-                    _ => ReduceKind::Min,
-                };
-                let x = self.operand(args[0]);
-                let x = self.concrete(x);
-                let n = self.graph.node(x).clone();
-                let axes_raw: Vec<i64> = match args.get(1) {
-                    None => (0..n.shape.len() as i64).collect(),
-                    Some(a) => match self.int_list(a) {
-                        Some(v) => v,
-                        None => return Value::Tensor(self.poisoned(span)),
-                    },
-                };
-                let keep = match args.get(2) {
-                    None => false,
-                    Some(e) => match self.host_literal_bool(e) {
-                        Some(b) => b,
-                        None => {
-                            self.diag.error(
-                                e.span(),
-                                "`keep_dims` must be the literal `true` or `false`",
-                            );
-                            false
-                        }
-                    },
-                };
-                if n.poisoned {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let r = infer::normalize_axes(kind.name(), &axes_raw, n.shape.len(), &n.shape)
-                    .and_then(|axes| {
-                        infer::reduce(kind.name(), (n.dtype, &n.shape), &axes, keep)
-                            .map(|t| (axes, t))
-                    });
-                let make = |axes| Op::Reduce {
-                    kind,
-                    axes,
-                    keep_dims: keep,
-                };
-                let error_span = args.get(1).map_or(span, |a| a.span());
-                self.typed_with(vec![x], r, make, error_span, span)
-            }
-            "norm" => {
-                if !arity(self, 1, 1, "one tensor (the L2 norm over all axes)") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let x = self.operand(args[0]);
-                let n = self.graph.node(x).clone();
-                let r = infer::unary("norm", true, (n.dtype, &n.shape)).map(|(dt, _)| (dt, vec![]));
-                self.typed(Op::Norm, vec![x], r, span)
-            }
-            "matmul" => {
-                if !arity(self, 2, 2, "two tensors") {
-                    return Value::Tensor(self.poisoned(span));
-                }
+            Lowering::Unary(u) => Value::Tensor(self.lower_unary_call(u, &call)),
+            Lowering::Binary(op) => {
                 let (a, b) = (self.operand(args[0]), self.operand(args[1]));
-                let (na, nb) = (self.graph.node(a).clone(), self.graph.node(b).clone());
-                let r = infer::matmul((na.dtype, &na.shape), (nb.dtype, &nb.shape));
-                self.typed(
-                    Op::MatMul {
-                        transpose_a: false,
-                        transpose_b: false,
-                    },
-                    vec![a, b],
-                    r,
-                    span,
-                )
+                Value::Tensor(self.binary(op, a, b, span))
             }
-            "transpose" => {
-                if !arity(self, 1, 2, "a tensor and optionally a permutation `[1, 0]`") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let x = self.operand(args[0]);
-                let n = self.graph.node(x).clone();
-                let perm: Vec<usize> = match args.get(1) {
-                    None => (0..n.shape.len()).rev().collect(),
-                    Some(a) => match self.int_list(a) {
-                        Some(v) => v
-                            .iter()
-                            .map(|&p| if p < 0 { usize::MAX } else { p as usize })
-                            .collect(),
-                        None => return Value::Tensor(self.poisoned(span)),
-                    },
-                };
-                let r = infer::transpose(&n.shape, &perm).map(|s| (n.dtype, s));
-                self.typed(Op::Transpose { perm }, vec![x], r, span)
+            Lowering::Select => Value::Tensor(self.lower_select(&call)),
+            Lowering::Cast => Value::Tensor(self.lower_cast(&call)),
+            Lowering::Gelu
+            | Lowering::LeakyRelu
+            | Lowering::ClipByValue
+            | Lowering::BatchNormalization
+            | Lowering::LayerNorm => Value::Tensor(self.lower_activation_call(row.lowering, &call)),
+            Lowering::Reduce(kind) => Value::Tensor(self.lower_reduce(kind, &call)),
+            Lowering::Norm => Value::Tensor(self.lower_norm(&call)),
+            Lowering::MatMul => Value::Tensor(self.lower_matmul(&call)),
+            Lowering::Transpose => Value::Tensor(self.lower_transpose(&call)),
+            Lowering::Reshape => Value::Tensor(self.lower_reshape(&call)),
+            Lowering::Conv2d { depthwise } => Value::Tensor(self.conv_general(depthwise, &call)),
+            Lowering::BiasAdd => Value::Tensor(self.lower_bias_add(&call)),
+            Lowering::Pool(kind) => Value::Tensor(self.pool_call(kind, &call)),
+            Lowering::Softmax { log } => Value::Tensor(self.lower_softmax(log, &call)),
+            Lowering::Selection(sel) => self.selection_call(sel, &call),
+            Lowering::Assert(kind) => {
+                self.lower_assert(kind, &call);
+                Value::Unit
             }
-            "reshape" => {
-                if !arity(
-                    self,
-                    2,
-                    2,
-                    "a tensor and the new shape `[dims]` (dims may be symbols, one may be -1)",
-                ) {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let x = self.operand(args[0]);
-                let Some(target) = self.dim_list(args[1], true) else {
-                    return Value::Tensor(self.poisoned(span));
-                };
-                let n = self.graph.node(x).clone();
-                let r = infer::reshape(&n.shape, &target).map(|s| (n.dtype, s));
-                self.typed(Op::Reshape, vec![x], r, span)
+        }
+    }
+
+    /// Checks a call against its row: the argument count, the syntactic kind of each argument
+    /// and the turbofish dtype. Returns the dtype (if one was given), or `None` after
+    /// reporting the mistake.
+    fn check_call(
+        &mut self,
+        row: &OpRow,
+        args: &[&Expr],
+        turbofish: Option<&(String, Span)>,
+        span: Span,
+    ) -> Option<Option<DType>> {
+        if !row.accepts(args.len()) {
+            self.diag.error(span, row.arity_message(args.len()));
+            return None;
+        }
+        let mut ok = true;
+        for (a, spec) in args.iter().zip(row.args) {
+            if !self.is_of_kind(spec.kind, a) {
+                self.diag.error(a.span(), row.kind_message(spec));
+                ok = false;
             }
-            "conv2d" => {
-                if !arity(
-                    self,
-                    4,
-                    4,
-                    "an NHWC input, an HWIO kernel, a stride and `SAME` or `VALID`",
-                ) {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let (x, k) = (self.operand(args[0]), self.operand(args[1]));
-                let stride = match self.literal_int(args[2]) {
-                    Some(s) if s >= 1 => s as usize,
-                    _ => {
-                        self.diag.error(
-                            args[2].span(),
-                            "`conv2d` stride must be a positive integer literal",
-                        );
-                        return Value::Tensor(self.poisoned(span));
-                    }
-                };
-                let padding = match unwrapped(args[3]) {
-                    Expr::Path(p) if p.path.is_ident("SAME") => Padding::Same,
-                    Expr::Path(p) if p.path.is_ident("VALID") => Padding::Valid,
-                    other => {
-                        self.diag
-                            .error(other.span(), "`conv2d` padding must be `SAME` or `VALID`");
-                        return Value::Tensor(self.poisoned(span));
-                    }
-                };
-                let (nx, nk) = (self.graph.node(x).clone(), self.graph.node(k).clone());
-                let r = infer::conv2d(
-                    (nx.dtype, &nx.shape),
-                    (nk.dtype, &nk.shape),
-                    stride,
-                    padding,
+        }
+        let dtype = match (turbofish, row.type_param) {
+            (None, TypeParam::Required) => {
+                let msg = format!(
+                    "`{}` needs its target dtype: `{}`, e.g. `{}`",
+                    row.name,
+                    row.call_form(),
+                    row.example
                 );
-                self.typed(Op::Conv2d { stride, padding }, vec![x, k], r, span)
+                self.diag.error(span, msg);
+                return None;
             }
-            "bias_add" => {
-                if !arity(self, 2, 2, "a tensor and a rank-1 bias") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let (x, b) = (self.operand(args[0]), self.operand(args[1]));
-                let (nx, nb) = (self.graph.node(x).clone(), self.graph.node(b).clone());
-                let r = infer::bias_add((nx.dtype, &nx.shape), (nb.dtype, &nb.shape));
-                self.typed(Op::BiasAdd, vec![x, b], r, span)
+            (None, _) => None,
+            (Some((_, tspan)), TypeParam::None) => {
+                let msg = format!(
+                    "`{}` takes no dtype parameter: `{}`",
+                    row.name,
+                    row.call_form()
+                );
+                self.diag.error(*tspan, msg);
+                return None;
             }
-            "softmax" | "log_softmax" => {
-                if !arity(self, 1, 2, "a tensor and optionally an axis (default -1)") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let x = self.operand(args[0]);
-                let n = self.graph.node(x).clone();
-                let axis = match args.get(1) {
-                    None => -1,
-                    Some(a) => match self.literal_int(a) {
-                        Some(v) => v,
-                        None => {
-                            self.diag.error(
-                                a.span(),
-                                format!("`{name}` axis must be an integer literal"),
-                            );
-                            return Value::Tensor(self.poisoned(span));
-                        }
-                    },
-                };
-                if n.poisoned {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let r =
-                    infer::normalize_axes(&name, &[axis], n.shape.len(), &n.shape).and_then(|a| {
-                        infer::unary(&name, true, (n.dtype, &n.shape)).map(|t| (a[0], t))
-                    });
-                let log = name == "log_softmax";
-                let make = |axis| Op::Softmax { axis, log };
-                let error_span = args.get(1).map_or(span, |a| a.span());
-                self.typed_with(vec![x], r, make, error_span, span)
-            }
-            "constant" => {
-                if !arity(self, 1, 1, "one scalar literal") {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let v = self.operand(args[0]);
-                if !matches!(self.graph.node(v).op, Op::Const { .. }) {
+            (Some((t, tspan)), _) => match DType::from_name(t) {
+                Some(dt) => Some(dt),
+                None => {
                     self.diag.error(
-                        args[0].span(),
-                        "`constant` takes a scalar literal; a parameter is already a tensor",
+                        *tspan,
+                        format!("unknown dtype `{t}`: one of f32, f64, i32, i64, bool"),
                     );
-                    return Value::Tensor(self.poisoned(span));
+                    return None;
                 }
-                let v = match turbofish.and_then(|(t, _)| DType::from_name(&t)) {
-                    Some(dt) => self.resolve_weak_to(v, dt, span),
-                    None => self.concrete(v),
-                };
-                self.graph.node_mut(v).span = span;
-                v
-            }
-            "zeros" | "ones" | "fill" => {
-                let want = if name == "fill" { 2 } else { 1 };
-                if !arity(
-                    self,
-                    want,
-                    want,
-                    if want == 2 {
-                        "a shape `[dims]` and a value"
-                    } else {
-                        "a shape `[dims]`"
-                    },
-                ) {
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let Some(dims) = self.dim_list(args[0], false) else {
-                    return Value::Tensor(self.poisoned(span));
-                };
-                let shape: Shape = dims.into_iter().flatten().collect();
-                let value = if name == "fill" {
-                    let v = self.operand(args[1]);
-                    match turbofish.as_ref().and_then(|(t, _)| DType::from_name(t)) {
-                        Some(dt) => self.resolve_weak_to(v, dt, span),
-                        None => self.concrete(v),
-                    }
-                } else {
-                    let dt = match &turbofish {
-                        Some((t, ts)) => match DType::from_name(t) {
-                            Some(d) => d,
-                            None => {
-                                self.diag.error(*ts, format!("unknown dtype `{t}`"));
-                                DType::F32
-                            }
-                        },
-                        None => DType::F32,
-                    };
-                    let one = if name == "ones" { 1.0 } else { 0.0 };
-                    self.push(
-                        Op::Const {
-                            value: Scalar::Float(one).convert(dt),
-                            weak: false,
-                        },
-                        vec![],
-                        dt,
-                        vec![],
-                        span,
-                    )
-                };
-                if !self.graph.node(value).shape.is_empty() && !self.graph.node(value).poisoned {
-                    self.diag.error(span, "`fill` takes a scalar value");
-                    return Value::Tensor(self.poisoned(span));
-                }
-                let dt = self.graph.node(value).dtype;
-                self.typed(Op::Fill, vec![value], Ok((dt, shape)), span)
-            }
-            "assert_non_negative" | "assert_all_finite" | "assert_greater" | "assert_less" => {
-                let binary = matches!(name.as_str(), "assert_greater" | "assert_less");
-                let n_args = if binary { 3 } else { 2 };
-                if !arity(
-                    self,
-                    n_args - 1,
-                    n_args,
-                    if binary {
-                        "two tensors and a message"
-                    } else {
-                        "a tensor and a message"
-                    },
-                ) {
-                    return Value::Unit;
-                }
-                let message = match args.get(n_args - 1) {
-                    Some(Expr::Lit(syn::ExprLit {
-                        lit: Lit::Str(s), ..
-                    })) => s.value(),
-                    Some(other) => {
-                        self.diag.error(
-                            other.span(),
-                            "the message of an `assert_*` must be a string literal",
-                        );
-                        String::new()
-                    }
-                    None => String::new(),
-                };
-                let kind = match name.as_str() {
-                    "assert_non_negative" => AssertKind::NonNegative,
-                    "assert_all_finite" => AssertKind::AllFinite,
-                    "assert_greater" => AssertKind::Greater,
-                    _ => AssertKind::Less,
-                };
-                let mut inputs = vec![self.operand(args[0])];
-                if binary {
-                    let b = self.operand(args[1]);
-                    let (a, b) = self.coerce(inputs[0], b, span);
-                    inputs = vec![self.concrete(a), self.concrete(b)];
-                } else {
-                    inputs[0] = self.concrete(inputs[0]);
-                }
-                let ns: Vec<Node> = inputs.iter().map(|&i| self.graph.node(i).clone()).collect();
-                let r = if binary {
-                    infer::compare(
-                        kind.name(),
-                        (ns[0].dtype, &ns[0].shape),
-                        (ns[1].dtype, &ns[1].shape),
-                    )
-                } else {
-                    infer::unary(
-                        kind.name(),
-                        kind == AssertKind::AllFinite,
-                        (ns[0].dtype, &ns[0].shape),
-                    )
-                };
-                let id = self.typed(
-                    Op::Assert { kind, message },
-                    inputs,
-                    r.map(|_| (DType::Bool, vec![])),
-                    span,
-                );
-                if !self.graph.node(id).poisoned {
-                    self.effects.push(id);
-                }
-                return Value::Unit;
-            }
-            other => {
-                let msg = if crate::ops::lookup(other).is_some() {
-                    format!(
-                        "internal: `{other}` is in the op table but lowering does not handle it"
-                    )
-                } else {
-                    crate::ops::unknown_op_message(other)
-                };
-                self.diag.error(c.func.span(), msg);
-                self.poisoned(span)
-            }
+            },
         };
-        Value::Tensor(id)
+        ok.then_some(dtype)
+    }
+
+    /// Whether `e` has the syntactic form of an argument of `kind` (the op's own rules, such
+    /// as a positive stride or an axis in range, are checked by its lowering).
+    fn is_of_kind(&self, kind: Kind, e: &Expr) -> bool {
+        let e = unwrapped(e);
+        let list = matches!(e, Expr::Array(_));
+        match kind {
+            Kind::Tensor | Kind::Scalar | Kind::Number | Kind::Mask => true,
+            Kind::Tensors | Kind::Ints | Kind::Dims | Kind::Pads => list,
+            Kind::Axis | Kind::Int => self.literal_int(e).is_some(),
+            Kind::Axes | Kind::Window | Kind::Count => list || self.literal_int(e).is_some(),
+            Kind::Bool => self.host_literal_bool(e).is_some(),
+            Kind::Padding => padding_of(e).is_some(),
+            Kind::Message => matches!(
+                e,
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(_),
+                    ..
+                })
+            ),
+        }
     }
 
     /// An axis or a list of axes: `1`, `-1`, `[0, 2]`.
@@ -2158,6 +1858,310 @@ impl Lowerer<'_> {
             }
         }
         Some(out)
+    }
+}
+
+/// A call being lowered, after [`Lowerer::check_call`] accepted its arguments.
+struct Call<'c> {
+    /// The op's name (its row's).
+    name: &'static str,
+    args: &'c [&'c Expr],
+    span: Span,
+    /// The turbofish dtype, where the row takes one and the call gave it.
+    dtype: Option<DType>,
+    turbofish: Option<&'c (String, Span)>,
+}
+
+/// `SAME` or `VALID` (or TF's strings `"SAME"` / `"VALID"`).
+fn padding_of(e: &Expr) -> Option<Padding> {
+    match unwrapped(e) {
+        Expr::Path(p) if p.path.is_ident("SAME") => Some(Padding::Same),
+        Expr::Path(p) if p.path.is_ident("VALID") => Some(Padding::Valid),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) => match s.value().as_str() {
+            "SAME" => Some(Padding::Same),
+            "VALID" => Some(Padding::Valid),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Creation and elementwise calls.
+impl Lowerer<'_> {
+    /// `constant(v)`, `zeros([dims])`, `ones([dims])`, `fill([dims], v)`.
+    fn lower_creation(&mut self, lowering: Lowering, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        if lowering == Lowering::Constant {
+            let v = self.operand(args[0]);
+            if !matches!(self.graph.node(v).op, Op::Const { .. }) {
+                self.diag.error(
+                    args[0].span(),
+                    "`constant` takes a scalar literal; a parameter is already a tensor",
+                );
+                return self.poisoned(span);
+            }
+            let v = match call.dtype {
+                Some(dt) => self.resolve_weak_to(v, dt, span),
+                None => self.concrete(v),
+            };
+            self.graph.node_mut(v).span = span;
+            return v;
+        }
+        let Some(dims) = self.dim_list(args[0], false) else {
+            return self.poisoned(span);
+        };
+        let shape: Shape = dims.into_iter().flatten().collect();
+        let value = if lowering == Lowering::Fill {
+            let v = self.operand(args[1]);
+            match call.dtype {
+                Some(dt) => self.resolve_weak_to(v, dt, span),
+                None => self.concrete(v),
+            }
+        } else {
+            let dt = call.dtype.unwrap_or(DType::F32);
+            let one = if lowering == Lowering::Ones { 1.0 } else { 0.0 };
+            self.push(
+                Op::Const {
+                    value: Scalar::Float(one).convert(dt),
+                    weak: false,
+                },
+                vec![],
+                dt,
+                vec![],
+                span,
+            )
+        };
+        if !self.graph.node(value).shape.is_empty() && !self.graph.node(value).poisoned {
+            self.diag.error(span, "`fill` takes a scalar value");
+            return self.poisoned(span);
+        }
+        let dt = self.graph.node(value).dtype;
+        self.typed(Op::Fill, vec![value], Ok((dt, shape)), span)
+    }
+
+    /// A unary op of the table (`exp(x)`).
+    fn lower_unary_call(&mut self, u: UnaryOp, call: &Call) -> NodeId {
+        let x = self.operand(call.args[0]);
+        let x = self.concrete(x);
+        let n = self.graph.node(x).clone();
+        let r = infer::unary_of(u.name(), u.operand_kind(), (n.dtype, &n.shape));
+        self.typed(Op::Unary(u), vec![x], r, call.span)
+    }
+
+    /// `select(cond, a, b)`.
+    fn lower_select(&mut self, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        let cnd = self.operand(args[0]);
+        let (a, b) = (self.operand(args[1]), self.operand(args[2]));
+        let (a, b) = self.coerce(a, b, span);
+        let (a, b) = (self.concrete(a), self.concrete(b));
+        let (nc, na, nb) = (
+            self.graph.node(cnd).clone(),
+            self.graph.node(a).clone(),
+            self.graph.node(b).clone(),
+        );
+        let r = infer::select(
+            (nc.dtype, &nc.shape),
+            (na.dtype, &na.shape),
+            (nb.dtype, &nb.shape),
+        );
+        self.typed(Op::Select, vec![cnd, a, b], r, span)
+    }
+
+    /// `cast::<T>(x)`; a weak literal becomes a constant of `T`.
+    fn lower_cast(&mut self, call: &Call) -> NodeId {
+        let span = call.span;
+        let x = self.operand(call.args[0]);
+        let dt = call.dtype.expect("the row requires the dtype");
+        if self.is_weak(x) && !matches!(self.graph.node(x).op, Op::Host { .. }) {
+            let Op::Const { value, .. } = self.graph.node(x).op else {
+                unreachable!("weak nodes are constants")
+            };
+            return self.push(
+                Op::Const {
+                    value: value.convert(dt),
+                    weak: false,
+                },
+                vec![],
+                dt,
+                vec![],
+                span,
+            );
+        }
+        let shape = self.graph.node(x).shape.clone();
+        self.typed(Op::Cast, vec![x], Ok((dt, shape)), span)
+    }
+}
+
+/// Reductions.
+impl Lowerer<'_> {
+    /// `reduce_sum(x [, axis or [axes] [, keep_dims]])` and its siblings.
+    fn lower_reduce(&mut self, kind: ReduceKind, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        let x = self.operand(args[0]);
+        let x = self.concrete(x);
+        let n = self.graph.node(x).clone();
+        let axes_raw: Vec<i64> = match args.get(1) {
+            None => (0..n.shape.len() as i64).collect(),
+            Some(a) => match self.int_list(a) {
+                Some(v) => v,
+                None => return self.poisoned(span),
+            },
+        };
+        // The row's kind check accepted only `true` or `false`.
+        let keep = args
+            .get(2)
+            .and_then(|e| self.host_literal_bool(e))
+            .unwrap_or(false);
+        if n.poisoned {
+            return self.poisoned(span);
+        }
+        let r = infer::normalize_axes(kind.name(), &axes_raw, n.shape.len(), &n.shape).and_then(
+            |axes| infer::reduce(kind.name(), (n.dtype, &n.shape), &axes, keep).map(|t| (axes, t)),
+        );
+        let make = |axes| Op::Reduce {
+            kind,
+            axes,
+            keep_dims: keep,
+        };
+        let error_span = args.get(1).map_or(span, |a| a.span());
+        self.typed_with(vec![x], r, make, error_span, span)
+    }
+
+    /// `norm(x)`, the L2 norm over all axes.
+    fn lower_norm(&mut self, call: &Call) -> NodeId {
+        let x = self.operand(call.args[0]);
+        let n = self.graph.node(x).clone();
+        let r = infer::unary("norm", true, (n.dtype, &n.shape)).map(|(dt, _)| (dt, vec![]));
+        self.typed(Op::Norm, vec![x], r, call.span)
+    }
+}
+
+/// Linear algebra and shapes.
+impl Lowerer<'_> {
+    /// `matmul(a, b)`.
+    fn lower_matmul(&mut self, call: &Call) -> NodeId {
+        let (a, b) = (self.operand(call.args[0]), self.operand(call.args[1]));
+        let (na, nb) = (self.graph.node(a).clone(), self.graph.node(b).clone());
+        let r = infer::matmul((na.dtype, &na.shape), (nb.dtype, &nb.shape));
+        self.typed(
+            Op::MatMul {
+                transpose_a: false,
+                transpose_b: false,
+            },
+            vec![a, b],
+            r,
+            call.span,
+        )
+    }
+
+    /// `transpose(x [, [perm]])`, reversing the axes by default.
+    fn lower_transpose(&mut self, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        let x = self.operand(args[0]);
+        let n = self.graph.node(x).clone();
+        let perm: Vec<usize> = match args.get(1) {
+            None => (0..n.shape.len()).rev().collect(),
+            Some(a) => match self.int_list(a) {
+                Some(v) => v
+                    .iter()
+                    .map(|&p| if p < 0 { usize::MAX } else { p as usize })
+                    .collect(),
+                None => return self.poisoned(span),
+            },
+        };
+        let r = infer::transpose(&n.shape, &perm).map(|s| (n.dtype, s));
+        self.typed(Op::Transpose { perm }, vec![x], r, span)
+    }
+
+    /// `reshape(x, [dims])`.
+    fn lower_reshape(&mut self, call: &Call) -> NodeId {
+        let x = self.operand(call.args[0]);
+        let Some(target) = self.dim_list(call.args[1], true) else {
+            return self.poisoned(call.span);
+        };
+        let n = self.graph.node(x).clone();
+        let r = infer::reshape(&n.shape, &target).map(|s| (n.dtype, s));
+        self.typed(Op::Reshape, vec![x], r, call.span)
+    }
+}
+
+/// `bias_add` and the softmaxes.
+impl Lowerer<'_> {
+    /// `bias_add(x, b)`.
+    fn lower_bias_add(&mut self, call: &Call) -> NodeId {
+        let (x, b) = (self.operand(call.args[0]), self.operand(call.args[1]));
+        let (nx, nb) = (self.graph.node(x).clone(), self.graph.node(b).clone());
+        let r = infer::bias_add((nx.dtype, &nx.shape), (nb.dtype, &nb.shape));
+        self.typed(Op::BiasAdd, vec![x, b], r, call.span)
+    }
+
+    /// `softmax(x [, axis])` and `log_softmax(x [, axis])`, over the last axis by default.
+    fn lower_softmax(&mut self, log: bool, call: &Call) -> NodeId {
+        let (args, span, name) = (call.args, call.span, call.name);
+        let x = self.operand(args[0]);
+        let n = self.graph.node(x).clone();
+        // The row's kind check accepted only an integer literal.
+        let axis = args.get(1).and_then(|a| self.literal_int(a)).unwrap_or(-1);
+        if n.poisoned {
+            return self.poisoned(span);
+        }
+        let r = infer::normalize_axes(name, &[axis], n.shape.len(), &n.shape)
+            .and_then(|a| infer::unary(name, true, (n.dtype, &n.shape)).map(|t| (a[0], t)));
+        let make = |axis| Op::Softmax { axis, log };
+        let error_span = args.get(1).map_or(span, |a| a.span());
+        self.typed_with(vec![x], r, make, error_span, span)
+    }
+}
+
+/// The checks.
+impl Lowerer<'_> {
+    /// `assert_*(x [, y], "msg")`: a node of the region's effects, no value.
+    fn lower_assert(&mut self, kind: AssertKind, call: &Call) {
+        let (args, span) = (call.args, call.span);
+        let binary = matches!(kind, AssertKind::Greater | AssertKind::Less);
+        let message = match args.get(if binary { 2 } else { 1 }) {
+            Some(e) => match unwrapped(e) {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(s), ..
+                }) => s.value(),
+                _ => unreachable!("the row's kind check accepted only a string literal"),
+            },
+            None => String::new(),
+        };
+        let mut inputs = vec![self.operand(args[0])];
+        if binary {
+            let b = self.operand(args[1]);
+            let (a, b) = self.coerce(inputs[0], b, span);
+            inputs = vec![self.concrete(a), self.concrete(b)];
+        } else {
+            inputs[0] = self.concrete(inputs[0]);
+        }
+        let ns: Vec<Node> = inputs.iter().map(|&i| self.graph.node(i).clone()).collect();
+        let r = if binary {
+            infer::compare(
+                kind.name(),
+                (ns[0].dtype, &ns[0].shape),
+                (ns[1].dtype, &ns[1].shape),
+            )
+        } else {
+            infer::unary(
+                kind.name(),
+                kind == AssertKind::AllFinite,
+                (ns[0].dtype, &ns[0].shape),
+            )
+        };
+        let id = self.typed(
+            Op::Assert { kind, message },
+            inputs,
+            r.map(|_| (DType::Bool, vec![])),
+            span,
+        );
+        if !self.graph.node(id).poisoned {
+            self.effects.push(id);
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The op table: one row per op of the `#[graph]` language (name, signature, dtypes, shape rule, doc line, TensorFlow equivalent, example), from which the unknown-op message and `docs/OPS.md` are derived.
 
+use crate::ir::{AssertKind, BinaryOp, Op, PoolKind, ReduceKind, UnaryOp};
 use std::fmt::Write as _;
 
 /// The family an op belongs to; `docs/OPS.md` has one section per family, in this order.
@@ -44,8 +45,16 @@ pub struct OpRow {
     /// The name the body calls it by.
     pub name: &'static str,
     pub family: Family,
-    /// How it is called, with the optional arguments in brackets.
-    pub signature: &'static str,
+    /// Its arguments in order; the optional ones last.
+    pub args: &'static [ArgSpec],
+    /// Whether it takes a dtype in turbofish form (`cast::<f32>(x)`).
+    pub type_param: TypeParam,
+    /// The operator form, where there is one (`a % b`).
+    pub alias: Option<&'static str>,
+    /// Which lowering of its family builds its nodes.
+    pub lowering: Lowering,
+    /// What its eager twin calls.
+    pub eager: Eager,
     /// The element types it accepts.
     pub dtypes: &'static str,
     /// Its shape rule.
@@ -58,6 +67,335 @@ pub struct OpRow {
     pub example: &'static str,
 }
 
+/// One argument of an op: its name (as the signature shows it), its kind and whether it may be left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub need: Need,
+    /// What the messages call it where the kind alone says too little (`an NHWC tensor`).
+    pub note: Option<&'static str>,
+}
+
+impl ArgSpec {
+    /// The same argument, described as `note` in the messages.
+    const fn note(self, note: &'static str) -> ArgSpec {
+        ArgSpec {
+            note: Some(note),
+            ..self
+        }
+    }
+
+    /// What the messages say it must be.
+    pub fn phrase(&self) -> &'static str {
+        self.note.unwrap_or(self.kind.phrase())
+    }
+}
+
+/// Whether an argument must be given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    Required,
+    Optional,
+    /// Optional, but given exactly when the argument before it is (`one_hot`'s `on, off`).
+    WithPrevious,
+}
+
+/// What an argument is; the lowering checks the syntactic kinds (lists, literals) before the op's own rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Any tensor expression (a literal or a host scalar included).
+    Tensor,
+    /// A scalar tensor or literal (`alpha`, a fill value).
+    Scalar,
+    /// A list of tensors `[a, b, ...]`.
+    Tensors,
+    /// An integer literal or `const` axis.
+    Axis,
+    /// An axis or a list of axes `[0, 1]`.
+    Axes,
+    /// A list of integer literals (`[begin]`, a permutation).
+    Ints,
+    /// A shape list `[B, 784]` (literals, symbols, products).
+    Dims,
+    /// A list of `[before, after]` pairs.
+    Pads,
+    /// A pooling window, stride or dilation: `k`, `[rows, columns]` or `[1, rows, columns, 1]`.
+    Window,
+    /// An integer literal or `const`.
+    Int,
+    /// A number of pieces or a list of sizes (`split`).
+    Count,
+    /// A number known at compile time, a `for` variable or a symbolic dim (`range`).
+    Number,
+    /// The literal `true` or `false`.
+    Bool,
+    /// `SAME` or `VALID`.
+    Padding,
+    /// A string literal.
+    Message,
+    /// A bit mask: an integer literal or `const`, bits combined with `|` and `<<`
+    /// (`strided_slice`'s masks, checked by its lowering).
+    Mask,
+}
+
+impl Kind {
+    /// What an argument of this kind is, as the messages say it.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Kind::Tensor => "a tensor",
+            Kind::Scalar => "a scalar",
+            Kind::Tensors => "a list of tensors `[a, b, ...]`",
+            Kind::Axis => "an integer literal axis",
+            Kind::Axes => "an integer literal axis or a list of them (`[0, 1]`)",
+            Kind::Ints => "a list of integer literals (`[0, 2]`)",
+            Kind::Dims => "a shape list such as `[B, 784]`",
+            Kind::Pads => "a list of `[before, after]` pairs",
+            Kind::Window => "an integer literal, `[rows, columns]` or `[1, rows, columns, 1]`",
+            Kind::Int => "an integer literal or `const`",
+            Kind::Count => "a number of pieces or a list of sizes",
+            Kind::Number => "a number",
+            Kind::Bool => "the literal `true` or `false`",
+            Kind::Padding => "`SAME` or `VALID`",
+            Kind::Message => "a string literal",
+            Kind::Mask => {
+                "a non-negative integer literal or `const` (bits combined with `|` and `<<`)"
+            }
+        }
+    }
+
+    /// How the signature shows an argument of this kind called `name`.
+    fn shown(self, name: &'static str) -> String {
+        match self {
+            Kind::Tensors => "[a, b, ...]".into(),
+            Kind::Axes => "axis or [axes]".into(),
+            Kind::Ints | Kind::Dims => format!("[{name}]"),
+            Kind::Pads => "[[before, after], ...]".into(),
+            Kind::Count => "n | [sizes]".into(),
+            Kind::Message => "\"msg\"".into(),
+            _ => name.into(),
+        }
+    }
+}
+
+/// Whether an op takes a dtype in turbofish form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeParam {
+    None,
+    Optional,
+    Required,
+}
+
+/// The lowering that builds an op's nodes; each family module of `lower` handles its variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lowering {
+    Constant,
+    Zeros,
+    Ones,
+    Fill,
+    Unary(UnaryOp),
+    Binary(BinaryOp),
+    Select,
+    Cast,
+    Gelu,
+    LeakyRelu,
+    ClipByValue,
+    Reduce(ReduceKind),
+    Norm,
+    MatMul,
+    Transpose,
+    Reshape,
+    Conv2d { depthwise: bool },
+    BiasAdd,
+    Pool(PoolKind),
+    Softmax { log: bool },
+    BatchNormalization,
+    LayerNorm,
+    Selection(Selection),
+    Assert(AssertKind),
+}
+
+/// The selection and assembly ops, lowered by `lower/selection.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    Slice,
+    StridedSlice,
+    Concat,
+    Stack,
+    Split,
+    Tile,
+    Pad,
+    ExpandDims,
+    Squeeze,
+    Gather,
+    OneHot,
+    ArgMax,
+    ArgMin,
+    Range,
+}
+
+/// What an op's eager twin (`NAME::eager`) calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eager {
+    /// `grafo::eager::NAME` on the operands' views, nothing else: `emit/eager.rs` renders it from the row.
+    Operands(&'static str),
+    /// `grafo::eager::NAME` with the op's attributes (axes, strides, a dtype, the source line)
+    /// rendered by `emit/eager.rs`'s arm for the op.
+    Custom(&'static str),
+    /// A literal array (`ndarray::arr0`).
+    Literal,
+    /// None of its own: the op is lowered into other ops, each with its eager twin.
+    Composite,
+}
+
+impl Eager {
+    /// The `grafo::eager` function, if the twin calls one of its own.
+    pub fn function(self) -> Option<&'static str> {
+        match self {
+            Eager::Operands(f) | Eager::Custom(f) => Some(f),
+            Eager::Literal | Eager::Composite => None,
+        }
+    }
+}
+
+impl OpRow {
+    /// The call form derived from the arguments, optional ones in brackets:
+    /// `reduce_sum(x [, axis or [axes] [, keep_dims]])`.
+    pub fn signature(&self) -> String {
+        let mut s = self.call_form();
+        if self.type_param == TypeParam::Optional {
+            let typed = s.replacen('(', "::<T>(", 1);
+            s = format!("{s} / {typed}");
+        }
+        if let Some(alias) = self.alias {
+            let _ = write!(s, " / {alias}");
+        }
+        s
+    }
+
+    /// The plain call form the messages show: `one_hot(indices, depth [, on, off])`.
+    pub fn call_form(&self) -> String {
+        let mut s = String::from(self.name);
+        if self.type_param == TypeParam::Required {
+            s.push_str("::<T>");
+        }
+        s.push('(');
+        let mut open = 0;
+        for (i, a) in self.args.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            match a.need {
+                Need::Optional => {
+                    s.push_str(if i == 0 { "[" } else { " [" });
+                    s.push_str(sep);
+                    open += 1;
+                }
+                Need::Required | Need::WithPrevious => s.push_str(sep),
+            }
+            s.push_str(&a.kind.shown(a.name));
+        }
+        s.push_str(&"]".repeat(open));
+        s.push(')');
+        s
+    }
+
+    /// Whether a call with `n` arguments has a valid count.
+    pub fn accepts(&self, n: usize) -> bool {
+        let required = self
+            .args
+            .iter()
+            .filter(|a| a.need == Need::Required)
+            .count();
+        n >= required
+            && n <= self.args.len()
+            && self
+                .args
+                .get(n)
+                .is_none_or(|next| next.need != Need::WithPrevious)
+    }
+
+    /// The message for a call with `found` arguments, which [`OpRow::accepts`] refused.
+    pub fn arity_message(&self, found: usize) -> String {
+        let counts: Vec<usize> = (0..=self.args.len()).filter(|&n| self.accepts(n)).collect();
+        let plural = |n: usize| if n == 1 { "" } else { "s" };
+        let count = match counts.as_slice() {
+            [n] => format!("{n} argument{}", plural(*n)),
+            [a, b] => format!("{a} or {b} arguments"),
+            [a, .., b] => format!("{a} to {b} arguments"),
+            [] => unreachable!("every op accepts its full argument list"),
+        };
+        let args: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| format!("`{}` is {}", a.name, a.phrase()))
+            .collect();
+        format!(
+            "`{}` takes {count}, `{}` where {}; found {found}, e.g. `{}`",
+            self.name,
+            self.call_form(),
+            args.join(", "),
+            self.example
+        )
+    }
+
+    /// The message for argument `arg` not being of its kind.
+    pub fn kind_message(&self, arg: &ArgSpec) -> String {
+        format!(
+            "`{}`'s `{}` must be {}, in `{}`",
+            self.name,
+            arg.name,
+            arg.phrase(),
+            self.call_form()
+        )
+    }
+}
+
+const fn req(name: &'static str, kind: Kind) -> ArgSpec {
+    ArgSpec {
+        name,
+        kind,
+        need: Need::Required,
+        note: None,
+    }
+}
+
+const fn opt(name: &'static str, kind: Kind) -> ArgSpec {
+    ArgSpec {
+        name,
+        kind,
+        need: Need::Optional,
+        note: None,
+    }
+}
+
+const fn with_previous(name: &'static str, kind: Kind) -> ArgSpec {
+    ArgSpec {
+        name,
+        kind,
+        need: Need::WithPrevious,
+        note: None,
+    }
+}
+
+/// One tensor `x`.
+const X: &[ArgSpec] = &[req("x", Kind::Tensor)];
+/// Two tensors `a, b`.
+const AB: &[ArgSpec] = &[req("a", Kind::Tensor), req("b", Kind::Tensor)];
+/// `conv2d` and `depthwise_conv2d`.
+const CONV: &[ArgSpec] = &[
+    req("x", Kind::Tensor).note("an NHWC input"),
+    req("k", Kind::Tensor).note("the kernel"),
+    req("stride", Kind::Int).note("a positive integer literal"),
+    req("padding", Kind::Padding),
+    opt("dilations", Kind::Window),
+];
+/// The pooling ops.
+const POOL: &[ArgSpec] = &[
+    req("x", Kind::Tensor).note("an NHWC input"),
+    req("ksize", Kind::Window),
+    req("strides", Kind::Window),
+    req("padding", Kind::Padding),
+];
+
 const NUMBER: &str = "f32 f64 i32 i64";
 const FLOAT: &str = "f32 f64";
 const ANY: &str = "f32 f64 i32 i64 bool";
@@ -65,11 +403,15 @@ const SAME_SHAPE: &str = "same as `x`";
 const BROADCAST: &str = "NumPy broadcast of the operands";
 
 macro_rules! unary {
-    ($name:literal, $dtypes:expr, $doc:literal, $tf:literal) => {
+    ($name:literal, $op:ident, $dtypes:expr, $doc:literal, $tf:literal) => {
         OpRow {
             name: $name,
             family: Family::Elementwise,
-            signature: concat!($name, "(x)"),
+            args: X,
+            type_param: TypeParam::None,
+            alias: None,
+            lowering: Lowering::Unary(UnaryOp::$op),
+            eager: Eager::Operands($name),
             dtypes: $dtypes,
             shape: SAME_SHAPE,
             doc: $doc,
@@ -85,7 +427,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "constant",
         family: Family::Create,
-        signature: "constant(v) / constant::<T>(v)",
+        args: &[req("v", Kind::Scalar)],
+        type_param: TypeParam::Optional,
+        alias: None,
+        lowering: Lowering::Constant,
+        eager: Eager::Literal,
         dtypes: ANY,
         shape: "[] (a scalar)",
         doc: "A scalar constant: a literal, i32 or f32 unless suffixed or turbofished.",
@@ -95,7 +441,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "zeros",
         family: Family::Create,
-        signature: "zeros([dims]) / zeros::<T>([dims])",
+        args: &[req("dims", Kind::Dims)],
+        type_param: TypeParam::Optional,
+        alias: None,
+        lowering: Lowering::Zeros,
+        eager: Eager::Custom("fill"),
         dtypes: ANY,
         shape: "the listed dims (literals or symbols)",
         doc: "A tensor of zeros, f32 unless turbofished.",
@@ -105,7 +455,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "ones",
         family: Family::Create,
-        signature: "ones([dims]) / ones::<T>([dims])",
+        args: &[req("dims", Kind::Dims)],
+        type_param: TypeParam::Optional,
+        alias: None,
+        lowering: Lowering::Ones,
+        eager: Eager::Custom("fill"),
         dtypes: ANY,
         shape: "the listed dims (literals or symbols)",
         doc: "A tensor of ones, f32 unless turbofished.",
@@ -115,7 +469,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "fill",
         family: Family::Create,
-        signature: "fill([dims], v)",
+        args: &[req("dims", Kind::Dims), req("v", Kind::Scalar)],
+        type_param: TypeParam::Optional,
+        alias: None,
+        lowering: Lowering::Fill,
+        eager: Eager::Custom("fill"),
         dtypes: ANY,
         shape: "the listed dims (literals or symbols)",
         doc: "A tensor filled with the scalar `v`, of `v`'s dtype.",
@@ -124,28 +482,28 @@ pub const OPS: &[OpRow] = &[
     },
     // Elementwise.
     unary!(
-        "abs",
+        "abs", Abs,
         NUMBER,
         "Absolute value (wraps for the integer minimum).",
         "tf.math.abs"
     ),
-    unary!("exp", FLOAT, "e to the power x.", "tf.math.exp"),
+    unary!("exp", Exp, FLOAT, "e to the power x.", "tf.math.exp"),
     unary!(
-        "log",
+        "log", Log,
         FLOAT,
         "Natural logarithm (NaN below 0, -inf at 0).",
         "tf.math.log"
     ),
-    unary!("sqrt", FLOAT, "Square root.", "tf.math.sqrt"),
-    unary!("rsqrt", FLOAT, "1 / sqrt(x).", "tf.math.rsqrt"),
-    unary!("square", NUMBER, "x * x.", "tf.math.square"),
-    unary!("tanh", FLOAT, "Hyperbolic tangent.", "tf.math.tanh"),
-    unary!("sigmoid", FLOAT, "1 / (1 + exp(-x)).", "tf.math.sigmoid"),
-    unary!("relu", NUMBER, "max(x, 0); NaN stays NaN.", "tf.nn.relu"),
-    unary!("sin", FLOAT, "Sine.", "tf.math.sin"),
-    unary!("cos", FLOAT, "Cosine.", "tf.math.cos"),
+    unary!("sqrt", Sqrt, FLOAT, "Square root.", "tf.math.sqrt"),
+    unary!("rsqrt", Rsqrt, FLOAT, "1 / sqrt(x).", "tf.math.rsqrt"),
+    unary!("square", Square, NUMBER, "x * x.", "tf.math.square"),
+    unary!("tanh", Tanh, FLOAT, "Hyperbolic tangent.", "tf.math.tanh"),
+    unary!("sigmoid", Sigmoid, FLOAT, "1 / (1 + exp(-x)).", "tf.math.sigmoid"),
+    unary!("relu", Relu, NUMBER, "max(x, 0); NaN stays NaN.", "tf.nn.relu"),
+    unary!("sin", Sin, FLOAT, "Sine.", "tf.math.sin"),
+    unary!("cos", Cos, FLOAT, "Cosine.", "tf.math.cos"),
     unary!(
-        "neg",
+        "neg", Neg,
         NUMBER,
         "-x (also the unary `-` operator).",
         "tf.math.negative"
@@ -153,7 +511,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "pow",
         family: Family::Elementwise,
-        signature: "pow(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Binary(BinaryOp::Pow),
+        eager: Eager::Operands("pow"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "a to the power b; integers multiply with wrapping over the whole exponent, a negative integer exponent is `Error::Arithmetic`.",
@@ -163,7 +525,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "maximum",
         family: Family::Elementwise,
-        signature: "maximum(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Binary(BinaryOp::Maximum),
+        eager: Eager::Operands("maximum"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "The larger of a and b; NaN propagates.",
@@ -173,7 +539,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "minimum",
         family: Family::Elementwise,
-        signature: "minimum(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Binary(BinaryOp::Minimum),
+        eager: Eager::Operands("minimum"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "The smaller of a and b; NaN propagates.",
@@ -183,7 +553,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "select",
         family: Family::Elementwise,
-        signature: "select(cond, a, b)",
+        args: &[req("cond", Kind::Tensor), req("a", Kind::Tensor), req("b", Kind::Tensor)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Select,
+        eager: Eager::Operands("select"),
         dtypes: "cond bool; a, b any one dtype",
         shape: "NumPy broadcast of the three operands",
         doc: "a where cond is true, b elsewhere.",
@@ -193,7 +567,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "cast",
         family: Family::Elementwise,
-        signature: "cast::<T>(x)",
+        args: X,
+        type_param: TypeParam::Required,
+        alias: None,
+        lowering: Lowering::Cast,
+        eager: Eager::Custom("cast"),
         dtypes: ANY,
         shape: SAME_SHAPE,
         doc: "x converted to T (Rust `as` semantics: floats to integers saturate, NaN gives 0).",
@@ -201,7 +579,7 @@ pub const OPS: &[OpRow] = &[
         example: "let y = cast::<f32>(n);",
     },
     unary!(
-        "erf",
+        "erf", Erf,
         FLOAT,
         "The error function (branch-free, vectorised; f32 within 2 ulp).",
         "tf.math.erf"
@@ -209,7 +587,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "truncatediv",
         family: Family::Elementwise,
-        signature: "truncatediv(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Binary(BinaryOp::TruncateDiv),
+        eager: Eager::Operands("truncatediv"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "a / b rounded toward zero (integer `/` is the same); an integer zero divisor is `Error::Arithmetic`.",
@@ -219,7 +601,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "truncatemod",
         family: Family::Elementwise,
-        signature: "truncatemod(a, b) / a % b",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: Some("a % b"),
+        lowering: Lowering::Binary(BinaryOp::TruncateMod),
+        eager: Eager::Operands("truncatemod"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "The remainder of truncatediv, with the sign of a (Rust's `%`; fmod for floats); an integer zero divisor is `Error::Arithmetic`.",
@@ -229,7 +615,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "floordiv",
         family: Family::Elementwise,
-        signature: "floordiv(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Binary(BinaryOp::FloorDiv),
+        eager: Eager::Operands("floordiv"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "a / b rounded toward negative infinity (floor(a / b) for floats); an integer zero divisor is `Error::Arithmetic`.",
@@ -239,7 +629,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "floormod",
         family: Family::Elementwise,
-        signature: "floormod(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Binary(BinaryOp::FloorMod),
+        eager: Eager::Operands("floormod"),
         dtypes: NUMBER,
         shape: BROADCAST,
         doc: "The remainder of floordiv, with the sign of b (TensorFlow's `%` on tensors); an integer zero divisor is `Error::Arithmetic`.",
@@ -249,7 +643,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "clip_by_value",
         family: Family::Elementwise,
-        signature: "clip_by_value(x, lo, hi)",
+        args: &[req("x", Kind::Tensor), req("lo", Kind::Tensor), req("hi", Kind::Tensor)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::ClipByValue,
+        eager: Eager::Composite,
         dtypes: NUMBER,
         shape: "same as `x` (lo and hi broadcast to it)",
         doc: "maximum(minimum(x, hi), lo); NaN stays NaN.",
@@ -259,7 +657,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "logical_and",
         family: Family::Elementwise,
-        signature: "logical_and(a, b) / a & b",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: Some("a & b"),
+        lowering: Lowering::Binary(BinaryOp::LogicalAnd),
+        eager: Eager::Operands("logical_and"),
         dtypes: "bool",
         shape: BROADCAST,
         doc: "a and b.",
@@ -269,7 +671,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "logical_or",
         family: Family::Elementwise,
-        signature: "logical_or(a, b) / a | b",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: Some("a | b"),
+        lowering: Lowering::Binary(BinaryOp::LogicalOr),
+        eager: Eager::Operands("logical_or"),
         dtypes: "bool",
         shape: BROADCAST,
         doc: "a or b.",
@@ -279,7 +685,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "logical_xor",
         family: Family::Elementwise,
-        signature: "logical_xor(a, b) / a ^ b",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: Some("a ^ b"),
+        lowering: Lowering::Binary(BinaryOp::LogicalXor),
+        eager: Eager::Operands("logical_xor"),
         dtypes: "bool",
         shape: BROADCAST,
         doc: "a or b but not both.",
@@ -289,7 +699,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "logical_not",
         family: Family::Elementwise,
-        signature: "logical_not(x) / !x",
+        args: X,
+        type_param: TypeParam::None,
+        alias: Some("!x"),
+        lowering: Lowering::Unary(UnaryOp::LogicalNot),
+        eager: Eager::Operands("logical_not"),
         dtypes: "bool",
         shape: SAME_SHAPE,
         doc: "not x.",
@@ -300,7 +714,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "reduce_sum",
         family: Family::Reduce,
-        signature: "reduce_sum(x [, axis or [axes] [, keep_dims]])",
+        args: &[req("x", Kind::Tensor), opt("axes", Kind::Axes), opt("keep_dims", Kind::Bool)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Reduce(ReduceKind::Sum),
+        eager: Eager::Custom("reduce_sum"),
         dtypes: NUMBER,
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Sum over the axes (negative axes count from the end).",
@@ -310,7 +728,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "reduce_mean",
         family: Family::Reduce,
-        signature: "reduce_mean(x [, axis or [axes] [, keep_dims]])",
+        args: &[req("x", Kind::Tensor), opt("axes", Kind::Axes), opt("keep_dims", Kind::Bool)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Reduce(ReduceKind::Mean),
+        eager: Eager::Custom("reduce_mean"),
         dtypes: NUMBER,
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Mean over the axes.",
@@ -320,7 +742,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "reduce_max",
         family: Family::Reduce,
-        signature: "reduce_max(x [, axis or [axes] [, keep_dims]])",
+        args: &[req("x", Kind::Tensor), opt("axes", Kind::Axes), opt("keep_dims", Kind::Bool)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Reduce(ReduceKind::Max),
+        eager: Eager::Custom("reduce_max"),
         dtypes: NUMBER,
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Maximum over the axes; NaN propagates.",
@@ -330,7 +756,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "reduce_min",
         family: Family::Reduce,
-        signature: "reduce_min(x [, axis or [axes] [, keep_dims]])",
+        args: &[req("x", Kind::Tensor), opt("axes", Kind::Axes), opt("keep_dims", Kind::Bool)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Reduce(ReduceKind::Min),
+        eager: Eager::Custom("reduce_min"),
         dtypes: NUMBER,
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Minimum over the axes; NaN propagates.",
@@ -340,7 +770,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "norm",
         family: Family::Reduce,
-        signature: "norm(x)",
+        args: X,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Norm,
+        eager: Eager::Operands("norm"),
         dtypes: FLOAT,
         shape: "[] (a scalar)",
         doc: "The L2 norm over all elements.",
@@ -351,7 +785,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "matmul",
         family: Family::Linalg,
-        signature: "matmul(a, b)",
+        args: AB,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::MatMul,
+        eager: Eager::Custom("matmul"),
         dtypes: NUMBER,
         shape: "[.., M, K] x [.., K, N] -> [.., M, N]; the leading (batch) axes broadcast as NumPy's `@`",
         doc: "Matrix product over the last two axes, batched over the others; an operand transposed over its last two axes (`matmul(transpose(a), b)`, `matmul(a, transpose(b))`, or both) is read in place.",
@@ -361,7 +799,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "transpose",
         family: Family::Linalg,
-        signature: "transpose(x [, [perm]])",
+        args: &[req("x", Kind::Tensor), opt("perm", Kind::Ints)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Transpose,
+        eager: Eager::Custom("transpose"),
         dtypes: ANY,
         shape: "x's dims permuted (reversed by default)",
         doc: "Permutes the axes.",
@@ -371,7 +813,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "reshape",
         family: Family::Linalg,
-        signature: "reshape(x, [dims])",
+        args: &[req("x", Kind::Tensor), req("dims", Kind::Dims)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Reshape,
+        eager: Eager::Custom("reshape"),
         dtypes: ANY,
         shape: "the listed dims (literals, symbols, products such as `B * 4`, one -1); the element count must match",
         doc: "The same elements in row-major order under a new shape.",
@@ -382,7 +828,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "conv2d",
         family: Family::Nn,
-        signature: "conv2d(x, k, stride, SAME or VALID [, dilations])",
+        args: CONV,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Conv2d { depthwise: false },
+        eager: Eager::Custom("conv2d"),
         dtypes: NUMBER,
         shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, F] (HWIO) -> [N, H', W', F]; a dilation d spans (KH - 1) * d + 1 rows",
         doc: "2-D convolution with TensorFlow's padding rule; `dilations` is `d`, `[dh, dw]` or `[1, dh, dw, 1]`.",
@@ -392,7 +842,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "bias_add",
         family: Family::Nn,
-        signature: "bias_add(x, b)",
+        args: &[req("x", Kind::Tensor), req("b", Kind::Tensor)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::BiasAdd,
+        eager: Eager::Operands("bias_add"),
         dtypes: NUMBER,
         shape: "x [.., C], b [C] -> x's shape",
         doc: "Adds a bias along the last axis.",
@@ -402,7 +856,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "depthwise_conv2d",
         family: Family::Nn,
-        signature: "depthwise_conv2d(x, k, stride, SAME or VALID [, dilations])",
+        args: CONV,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Conv2d { depthwise: true },
+        eager: Eager::Custom("depthwise_conv2d"),
         dtypes: FLOAT,
         shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, M] -> [N, H', W', C*M] (channel c*M + m)",
         doc: "Each input channel convolved with its own M filters, TensorFlow's padding rule.",
@@ -412,7 +870,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "max_pool2d",
         family: Family::Nn,
-        signature: "max_pool2d(x, ksize, strides, SAME or VALID)",
+        args: POOL,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Pool(PoolKind::Max),
+        eager: Eager::Custom("max_pool2d"),
         dtypes: NUMBER,
         shape: "x [N, H, W, C] (NHWC) -> [N, H', W', C]; SAME: ceil(H / stride), VALID: (H - k) / stride + 1",
         doc: "The maximum of each window (padding never wins; NaN propagates); `ksize`/`strides` are `k`, `[kh, kw]` or `[1, kh, kw, 1]`.",
@@ -422,7 +884,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "avg_pool2d",
         family: Family::Nn,
-        signature: "avg_pool2d(x, ksize, strides, SAME or VALID)",
+        args: POOL,
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Pool(PoolKind::Avg),
+        eager: Eager::Custom("avg_pool2d"),
         dtypes: FLOAT,
         shape: "x [N, H, W, C] (NHWC) -> [N, H', W', C]; SAME: ceil(H / stride), VALID: (H - k) / stride + 1",
         doc: "The mean of each window's valid (unpadded) elements, as TF divides.",
@@ -432,7 +898,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "softmax",
         family: Family::Nn,
-        signature: "softmax(x, axis)",
+        args: &[req("x", Kind::Tensor), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Softmax { log: false },
+        eager: Eager::Custom("softmax"),
         dtypes: FLOAT,
         shape: SAME_SHAPE,
         doc: "exp(x) / sum(exp(x)) along the axis, computed stably.",
@@ -442,7 +912,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "log_softmax",
         family: Family::Nn,
-        signature: "log_softmax(x, axis)",
+        args: &[req("x", Kind::Tensor), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Softmax { log: true },
+        eager: Eager::Custom("log_softmax"),
         dtypes: FLOAT,
         shape: SAME_SHAPE,
         doc: "log(softmax(x)) along the axis, computed stably.",
@@ -453,7 +927,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "slice",
         family: Family::Selection,
-        signature: "slice(x, [begin], [size])",
+        args: &[req("x", Kind::Tensor), req("begin", Kind::Ints), req("size", Kind::Ints).note("a list of integer literals (-1 takes the rest of the axis)")],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Slice),
+        eager: Eager::Custom("slice_as"),
         dtypes: ANY,
         shape: "one dim per `size` (-1: the rest of the axis); 0 <= begin <= begin + size <= dim",
         doc: "The block of `x` starting at `begin` with `size` elements per axis.",
@@ -463,7 +941,21 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "strided_slice",
         family: Family::Selection,
-        signature: "strided_slice(x, [begin], [end] [, [strides] [, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask]])",
+        args: &[
+            req("x", Kind::Tensor),
+            req("begin", Kind::Ints),
+            req("end", Kind::Ints),
+            opt("strides", Kind::Ints),
+            opt("begin_mask", Kind::Mask),
+            opt("end_mask", Kind::Mask),
+            opt("ellipsis_mask", Kind::Mask),
+            opt("new_axis_mask", Kind::Mask),
+            opt("shrink_axis_mask", Kind::Mask),
+        ],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::StridedSlice),
+        eager: Eager::Custom("slice_as"),
         dtypes: ANY,
         shape: "NumPy's `begin:end:stride` per entry (bounds from the end when negative, clamped; strides 1 by default); the masks as TF's, bit i for entry i: begin/end masked take the whole side, an ellipsis stands for the axes no entry reads, a new axis adds a 1, a shrunk axis is dropped",
         doc: "TF's strided slice, masks included; the masks are integers given by position after `strides`, in TF's order (trailing ones may be left out, default 0).",
@@ -473,7 +965,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "concat",
         family: Family::Selection,
-        signature: "concat([a, b, ...], axis)",
+        args: &[req("values", Kind::Tensors), req("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Concat),
+        eager: Eager::Custom("concat"),
         dtypes: ANY,
         shape: "the operands agree on every axis but `axis`, whose sizes add up (to a constant or one symbol)",
         doc: "The operands joined along an existing axis.",
@@ -483,7 +979,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "stack",
         family: Family::Selection,
-        signature: "stack([a, b, ...] [, axis])",
+        args: &[req("values", Kind::Tensors), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Stack),
+        eager: Eager::Custom("concat"),
         dtypes: ANY,
         shape: "operands of one shape; a new axis of size n at `axis` (default 0)",
         doc: "The operands joined along a new axis.",
@@ -493,7 +993,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "split",
         family: Family::Selection,
-        signature: "split(x, n | [sizes] [, axis])",
+        args: &[req("x", Kind::Tensor), req("n", Kind::Count), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Split),
+        eager: Eager::Custom("slice_as"),
         dtypes: ANY,
         shape: "a tuple of n equal pieces (or of the listed sizes) along a static axis (default 0)",
         doc: "The pieces of `x` along `axis`; bind them with a tuple pattern.",
@@ -503,7 +1007,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "tile",
         family: Family::Selection,
-        signature: "tile(x, [multiples])",
+        args: &[req("x", Kind::Tensor), req("multiples", Kind::Ints)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Tile),
+        eager: Eager::Custom("tile"),
         dtypes: ANY,
         shape: "axis k times multiples[k] (a symbolic axis only by 1)",
         doc: "`x` repeated along each axis.",
@@ -513,7 +1021,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "pad",
         family: Family::Selection,
-        signature: "pad(x, [[before, after], ...] [, value])",
+        args: &[req("x", Kind::Tensor), req("paddings", Kind::Pads), opt("value", Kind::Scalar)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Pad),
+        eager: Eager::Custom("pad"),
         dtypes: ANY,
         shape: "axis k grows by before + after (a symbolic axis only by 0)",
         doc: "Constant padding with `value` (default 0).",
@@ -523,7 +1035,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "expand_dims",
         family: Family::Selection,
-        signature: "expand_dims(x, axis)",
+        args: &[req("x", Kind::Tensor), req("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::ExpandDims),
+        eager: Eager::Custom("reshape"),
         dtypes: ANY,
         shape: "a new axis of size 1 at `axis` (in -rank-1..=rank)",
         doc: "A view of `x` with one more axis of size 1.",
@@ -533,7 +1049,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "squeeze",
         family: Family::Selection,
-        signature: "squeeze(x [, axes])",
+        args: &[req("x", Kind::Tensor), opt("axes", Kind::Axes)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Squeeze),
+        eager: Eager::Custom("reshape"),
         dtypes: ANY,
         shape: "drops the static axes of size 1 (or the listed ones, which must be 1)",
         doc: "A view of `x` without its axes of size 1.",
@@ -543,7 +1063,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "gather",
         family: Family::Selection,
-        signature: "gather(x, indices [, axis])",
+        args: &[req("x", Kind::Tensor), req("indices", Kind::Tensor), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Gather),
+        eager: Eager::Custom("gather"),
         dtypes: "f32 f64 i32 i64 bool; indices i32 i64",
         shape: "x's shape with `axis` replaced by the indices' shape (default axis 0)",
         doc: "The slices of `x` along `axis` at `indices`; an index out of range is an `Err` at run time.",
@@ -553,7 +1077,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "one_hot",
         family: Family::Selection,
-        signature: "one_hot(indices, depth [, on, off])",
+        args: &[req("indices", Kind::Tensor), req("depth", Kind::Int).note("a non-negative integer literal or `const`"), opt("on", Kind::Scalar), with_previous("off", Kind::Scalar)],
+        type_param: TypeParam::Optional,
+        alias: None,
+        lowering: Lowering::Selection(Selection::OneHot),
+        eager: Eager::Custom("one_hot"),
         dtypes: "indices i32 i64; result f32 or the on/off dtype",
         shape: "the indices' shape plus a last axis of `depth`",
         doc: "`on` at each index and `off` elsewhere; an index outside [0, depth) gives a row of `off`.",
@@ -563,7 +1091,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "argmax",
         family: Family::Selection,
-        signature: "argmax(x [, axis])",
+        args: &[req("x", Kind::Tensor), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::ArgMax),
+        eager: Eager::Custom("argmax"),
         dtypes: "f32 f64 i32 i64; result i64",
         shape: "x's shape without `axis` (default 0)",
         doc: "The index of the largest element along `axis`; ties take the first, the first NaN wins.",
@@ -573,7 +1105,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "argmin",
         family: Family::Selection,
-        signature: "argmin(x [, axis])",
+        args: &[req("x", Kind::Tensor), opt("axis", Kind::Axis)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Selection(Selection::ArgMin),
+        eager: Eager::Custom("argmin"),
         dtypes: "f32 f64 i32 i64; result i64",
         shape: "x's shape without `axis` (default 0)",
         doc: "The index of the smallest element along `axis`; ties take the first, the first NaN wins.",
@@ -583,17 +1119,25 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "range",
         family: Family::Selection,
-        signature: "range(n) | range(start, limit [, delta])",
+        args: &[req("start", Kind::Number), opt("limit", Kind::Number), opt("delta", Kind::Number)],
+        type_param: TypeParam::Optional,
+        alias: None,
+        lowering: Lowering::Selection(Selection::Range),
+        eager: Eager::Custom("range"),
         dtypes: "i32 (f32 with a float argument; `range::<T>`)",
         shape: "[n], n a literal or a symbolic dim, or TF's count for start/limit/delta",
-        doc: "`start, start + delta, ...` below `limit`, as TF's range.",
+        doc: "`range(n)` is `0, 1, ..., n - 1`; `range(start, limit [, delta])` is `start, start + delta, ...` below `limit`, as TF's range.",
         tf: "tf.range",
         example: "let steps = range(B);",
     },
     OpRow {
         name: "gelu",
         family: Family::Nn,
-        signature: "gelu(x [, approximate])",
+        args: &[req("x", Kind::Tensor), opt("approximate", Kind::Bool).note("the literal `true` (tanh form) or `false` (erf form)")],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Gelu,
+        eager: Eager::Custom("gelu"),
         dtypes: FLOAT,
         shape: SAME_SHAPE,
         doc: "0.5 * x * (1 + erf(x / sqrt(2))); `approximate` (a literal, default false) selects the tanh form.",
@@ -601,13 +1145,13 @@ pub const OPS: &[OpRow] = &[
         example: "let h = gelu(matmul(x, w) + b);",
     },
     unary!(
-        "softplus",
+        "softplus", Softplus,
         FLOAT,
         "ln(1 + exp(x)) without overflow, with TensorFlow's thresholds.",
         "tf.math.softplus"
     ),
     unary!(
-        "elu",
+        "elu", Elu,
         FLOAT,
         "x for x > 0, exp(x) - 1 otherwise.",
         "tf.nn.elu"
@@ -615,7 +1159,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "leaky_relu",
         family: Family::Nn,
-        signature: "leaky_relu(x [, alpha])",
+        args: &[req("x", Kind::Tensor), opt("alpha", Kind::Scalar).note("a scalar (default 0.2)")],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::LeakyRelu,
+        eager: Eager::Custom("leaky_relu"),
         dtypes: FLOAT,
         shape: SAME_SHAPE,
         doc: "x for x > 0, alpha * x otherwise; alpha is a scalar, default 0.2.",
@@ -625,7 +1173,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "batch_normalization",
         family: Family::Nn,
-        signature: "batch_normalization(x, mean, variance, offset, scale, variance_epsilon)",
+        args: &[req("x", Kind::Tensor), req("mean", Kind::Tensor), req("variance", Kind::Tensor), req("offset", Kind::Tensor), req("scale", Kind::Tensor), req("variance_epsilon", Kind::Tensor)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::BatchNormalization,
+        eager: Eager::Composite,
         dtypes: FLOAT,
         shape: BROADCAST,
         doc: "Inference batch norm: inv = rsqrt(variance + eps) * scale; x * inv + (offset - mean * inv).",
@@ -635,7 +1187,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "layer_norm",
         family: Family::Nn,
-        signature: "layer_norm(x, gamma, beta [, axis or [axes] [, epsilon]])",
+        args: &[req("x", Kind::Tensor), req("gamma", Kind::Tensor), req("beta", Kind::Tensor), opt("axes", Kind::Axes), opt("epsilon", Kind::Scalar)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::LayerNorm,
+        eager: Eager::Composite,
         dtypes: FLOAT,
         shape: "same as `x` (gamma and beta broadcast to it)",
         doc: "(x - mean) / sqrt(variance + epsilon) * gamma + beta over the axes (default -1, epsilon 1e-3); one pass over rows for trailing axes.",
@@ -646,7 +1202,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "assert_non_negative",
         family: Family::Check,
-        signature: "assert_non_negative(x, \"msg\")",
+        args: &[req("x", Kind::Tensor), opt("message", Kind::Message)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Assert(AssertKind::NonNegative),
+        eager: Eager::Custom("assert_non_negative"),
         dtypes: NUMBER,
         shape: "a statement: no value",
         doc: "Fails the call with `Error::Assertion` unless every element is >= 0.",
@@ -656,7 +1216,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "assert_greater",
         family: Family::Check,
-        signature: "assert_greater(x, y, \"msg\")",
+        args: &[req("x", Kind::Tensor), req("y", Kind::Tensor), opt("message", Kind::Message)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Assert(AssertKind::Greater),
+        eager: Eager::Custom("assert_greater"),
         dtypes: NUMBER,
         shape: "a statement: no value; x and y broadcast",
         doc: "Fails the call unless x > y everywhere.",
@@ -666,7 +1230,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "assert_less",
         family: Family::Check,
-        signature: "assert_less(x, y, \"msg\")",
+        args: &[req("x", Kind::Tensor), req("y", Kind::Tensor), opt("message", Kind::Message)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Assert(AssertKind::Less),
+        eager: Eager::Custom("assert_less"),
         dtypes: NUMBER,
         shape: "a statement: no value; x and y broadcast",
         doc: "Fails the call unless x < y everywhere.",
@@ -676,7 +1244,11 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "assert_all_finite",
         family: Family::Check,
-        signature: "assert_all_finite(x, \"msg\")",
+        args: &[req("x", Kind::Tensor), opt("message", Kind::Message)],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::Assert(AssertKind::AllFinite),
+        eager: Eager::Custom("assert_all_finite"),
         dtypes: FLOAT,
         shape: "a statement: no value",
         doc: "Fails the call if any element is NaN or infinite.",
@@ -688,6 +1260,23 @@ pub const OPS: &[OpRow] = &[
 /// The row of the op called `name`.
 pub fn lookup(name: &str) -> Option<&'static OpRow> {
     OPS.iter().find(|row| row.name == name)
+}
+
+/// The `grafo::eager` function of an IR node lowered one to one from a row whose twin takes
+/// the operands alone (`Eager::Operands`); `None` for every other node.
+pub fn eager_operands_fn(op: &Op) -> Option<&'static str> {
+    let name = match op {
+        Op::Unary(u) => u.name(),
+        Op::Binary(b) => b.name(),
+        Op::Select => "select",
+        Op::BiasAdd => "bias_add",
+        Op::Norm => "norm",
+        _ => return None,
+    };
+    match lookup(name)?.eager {
+        Eager::Operands(f) => Some(f),
+        _ => None,
+    }
 }
 
 /// The op name nearest to `name` (edit distance at most a third of its length, at least 1),
@@ -755,14 +1344,29 @@ pub fn ops_markdown() -> String {
             let _ = writeln!(
                 md,
                 "| [`{}`](#{}) | `{}` | {} | {} | `{}` |",
-                r.name, r.name, r.signature, r.dtypes, r.shape, r.tf
+                r.name,
+                r.name,
+                r.signature(),
+                r.dtypes,
+                r.shape,
+                r.tf
             );
         }
         md.push('\n');
         for r in &rows {
+            let eager = match r.eager {
+                Eager::Operands(f) | Eager::Custom(f) => {
+                    format!("Eager twin: `grafo::eager::{f}`.")
+                }
+                Eager::Literal => "Eager twin: a literal array.".to_string(),
+                Eager::Composite => {
+                    "Eager twin: none of its own; it is lowered into other ops, each run by its own eager function."
+                        .to_string()
+                }
+            };
             let _ = writeln!(
                 md,
-                "### {}\n\n{}\n\n```rust\n{}\n```\n",
+                "### {}\n\n{}\n\n{eager}\n\n```rust\n{}\n```\n",
                 r.name, r.doc, r.example
             );
         }
@@ -814,6 +1418,77 @@ mod tests {
                 a.name
             );
         }
+    }
+
+    /// `emit/eager.rs` renders these from their rows alone.
+    #[test]
+    fn operand_twins() {
+        for op in [Op::Select, Op::BiasAdd, Op::Norm, Op::Unary(UnaryOp::Exp)] {
+            assert!(eager_operands_fn(&op).is_some(), "{op:?}");
+        }
+        assert_eq!(eager_operands_fn(&Op::Unary(UnaryOp::Gelu)), None);
+        assert_eq!(eager_operands_fn(&Op::Binary(BinaryOp::Add)), None);
+    }
+
+    /// Every row's lowering is of its family, and its arguments are in order (required,
+    /// then optional), so the derived signature and counts read right.
+    #[test]
+    fn rows_are_consistent() {
+        for r in OPS {
+            let first_optional = r.args.iter().position(|a| a.need != Need::Required);
+            if let Some(k) = first_optional {
+                assert!(
+                    r.args[k..].iter().all(|a| a.need != Need::Required),
+                    "{}: a required argument after an optional one",
+                    r.name
+                );
+                assert_ne!(r.args[k].need, Need::WithPrevious, "{}", r.name);
+            }
+            assert!(r.accepts(r.args.len()), "{}", r.name);
+            let family_ok = match r.lowering {
+                Lowering::Constant | Lowering::Zeros | Lowering::Ones | Lowering::Fill => {
+                    r.family == Family::Create
+                }
+                Lowering::Selection(_) => r.family == Family::Selection,
+                Lowering::Assert(_) => r.family == Family::Check,
+                Lowering::Reduce(_) | Lowering::Norm => r.family == Family::Reduce,
+                Lowering::MatMul | Lowering::Transpose | Lowering::Reshape => {
+                    r.family == Family::Linalg
+                }
+                _ => matches!(r.family, Family::Elementwise | Family::Nn),
+            };
+            assert!(family_ok, "{}: {:?} in {:?}", r.name, r.lowering, r.family);
+        }
+    }
+
+    #[test]
+    fn derived_signatures_and_counts() {
+        let row = |n| lookup(n).unwrap();
+        assert_eq!(
+            row("reduce_sum").signature(),
+            "reduce_sum(x [, axis or [axes] [, keep_dims]])"
+        );
+        assert_eq!(row("cast").signature(), "cast::<T>(x)");
+        assert_eq!(
+            row("one_hot").signature(),
+            "one_hot(indices, depth [, on, off]) / one_hot::<T>(indices, depth [, on, off])"
+        );
+        assert_eq!(row("truncatemod").signature(), "truncatemod(a, b) / a % b");
+        let one_hot = row("one_hot");
+        let counts: Vec<usize> = (0..6).filter(|&n| one_hot.accepts(n)).collect();
+        assert_eq!(counts, [2, 4]);
+        assert!(one_hot
+            .arity_message(3)
+            .starts_with("`one_hot` takes 2 or 4 arguments"));
+        assert!(row("conv2d")
+            .arity_message(3)
+            .starts_with("`conv2d` takes 4 or 5 arguments"));
+        assert!(row("exp")
+            .arity_message(2)
+            .starts_with("`exp` takes 1 argument,"));
+        assert!(row("layer_norm")
+            .arity_message(1)
+            .starts_with("`layer_norm` takes 3 to 5 arguments"));
     }
 
     #[test]

@@ -87,7 +87,13 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
         let f = format_ident!("{}", f);
         quote!(#ev::#f(#(#args),*)?)
     };
+    // An int division or `pow` checks its operands first and its error gets the source line.
+    let checked_int =
+        matches!(&n.op, Op::Binary(b) if n.dtype.is_int() && (b.divides() || *b == BinaryOp::Pow));
+    let from_row = crate::ops::eager_operands_fn(&n.op).filter(|_| !checked_int);
     let value = match &n.op {
+        // The ops whose row says their twin takes the operands alone.
+        _ if from_row.is_some() => call(from_row.unwrap_or_default(), &ins),
         Op::Input { param } => {
             let Param::Tensor(t) = &params[*param] else {
                 unreachable!("input of a tensor param")
@@ -115,17 +121,19 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             let (x, alpha) = (&ins[0], e(n.inputs[1]));
             quote!(#ev::leaky_relu(#x, ::grafo::__private::compiled::eager_scalar(&#alpha.view())?)?)
         }
-        Op::Binary(b) if n.dtype.is_int() && (b.divides() || *b == BinaryOp::Pow) => {
+        Op::Binary(b) if checked_int => {
             // The check before the op fails first; the eager op checks again (it is public
             // API), and its error gets the line too.
             let f = format_ident!("{}", b.name());
             let line = n.line;
             quote!(#ev::#f(#(#ins),*).map_err(|e| e.at_line(#line))?)
         }
+        // The operators (`+`, `-`, ...) have no rows; their twins are named like them.
         Op::Binary(b) => call(b.name(), &ins),
+        Op::Select | Op::BiasAdd | Op::Norm => {
+            unreachable!("their rows' twins take the operands (checked by the op table's tests)")
+        }
         Op::Compare(c) => call(c.name(), &ins),
-        Op::Select => call("select", &ins),
-        Op::BiasAdd => call("bias_add", &ins),
         Op::Cast => {
             let x = &ins[0];
             quote!(#ev::cast::<#et, _>(#x)?)
@@ -140,7 +148,6 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             let axes = axes.iter().map(|&a| a as isize);
             quote!(#ev::#f(#x, Some(&[#(#axes),*][..]), #keep_dims)?)
         }
-        Op::Norm => call("norm", &ins),
         Op::MatMul {
             transpose_a: false,
             transpose_b: false,

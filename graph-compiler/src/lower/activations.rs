@@ -5,9 +5,10 @@
 //! defines them), so fusion sees ordinary elementwise chains and reductions: `layer_norm`
 //! over trailing axes is the same graph as the hand-written W4 and runs as one row pass.
 
-use super::{Lowerer, Span, Value};
+use super::{Call, Lowerer, Span};
 use crate::infer;
 use crate::ir::*;
+use crate::ops::Lowering;
 use syn::Expr;
 
 /// Keras' default `epsilon` of `LayerNormalization`.
@@ -16,42 +17,20 @@ const LAYER_NORM_EPSILON: f64 = 1e-3;
 const LEAKY_RELU_ALPHA: f64 = 0.2;
 
 impl Lowerer<'_> {
-    /// Lowers `name(args)` if it is one of this family; `None` for any other name.
-    pub(super) fn lower_activation_call(
-        &mut self,
-        name: &str,
-        args: &[&Expr],
-        span: Span,
-    ) -> Option<Value> {
-        let usage = match name {
-            "gelu" => (1, 2, "a float tensor and optionally `approximate` (`true` for the tanh form, default `false`)"),
-            "leaky_relu" => (1, 2, "a float tensor and optionally `alpha` (a scalar, default 0.2)"),
-            "clip_by_value" => (3, 3, "a tensor, the lower bound and the upper bound"),
-            "batch_normalization" => (6, 6, "x, mean, variance, offset, scale and variance_epsilon"),
-            "layer_norm" => (3, 5, "x, gamma, beta, optionally the axis or `[axes]` (default -1) and epsilon (default 1e-3)"),
-            _ => return None,
-        };
-        if args.len() < usage.0 || args.len() > usage.1 {
-            self.diag.error(
-                span,
-                format!(
-                    "`{name}` takes {}; found {} argument(s)",
-                    usage.2,
-                    args.len()
-                ),
-            );
-            return Some(Value::Tensor(self.poisoned(span)));
-        }
-        let saved = self.operator.replace(name.to_string());
-        let id = match name {
-            "gelu" => self.gelu(args, span),
-            "leaky_relu" => self.leaky_relu(args, span),
-            "clip_by_value" => self.clip_by_value(args, span),
-            "batch_normalization" => self.batch_normalization(args, span),
-            _ => self.layer_norm(args, span),
+    /// Lowers a call of this family; the row's check has accepted its arguments.
+    pub(super) fn lower_activation_call(&mut self, lowering: Lowering, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        let saved = self.operator.replace(call.name.to_string());
+        let id = match lowering {
+            Lowering::Gelu => self.gelu(args, span),
+            Lowering::LeakyRelu => self.leaky_relu(args, span),
+            Lowering::ClipByValue => self.clip_by_value(args, span),
+            Lowering::BatchNormalization => self.batch_normalization(args, span),
+            Lowering::LayerNorm => self.layer_norm(args, span),
+            other => unreachable!("{other:?} is not an activation"),
         };
         self.operator = saved;
-        Some(Value::Tensor(id))
+        id
     }
 
     /// A unary node over `x` (weak literals take their default dtype).
@@ -98,19 +77,11 @@ impl Lowerer<'_> {
 
     /// `gelu(x)` / `gelu(x, approximate)`.
     fn gelu(&mut self, args: &[&Expr], span: Span) -> NodeId {
-        let approximate = match args.get(1) {
-            None => false,
-            Some(e) => match self.host_literal_bool(e) {
-                Some(b) => b,
-                None => {
-                    self.diag.error(
-                        e.span(),
-                        "`gelu`'s `approximate` must be the literal `true` (tanh form) or `false` (erf form)",
-                    );
-                    return self.poisoned(span);
-                }
-            },
-        };
+        // The row's kind check accepted only `true` or `false`.
+        let approximate = args
+            .get(1)
+            .and_then(|e| self.host_literal_bool(e))
+            .unwrap_or(false);
         let x = self.operand(args[0]);
         let op = if approximate {
             UnaryOp::GeluTanh

@@ -4,37 +4,22 @@
 //! a window, stride or dilation is an integer (`2`), a list `[rows, columns]`, or TF's
 //! 4-list `[1, rows, columns, 1]`.
 
-use super::{Lowerer, Span, Value};
+use super::{padding_of, Call, Lowerer};
 use crate::infer;
 use crate::ir::*;
 use syn::Expr;
 
 impl Lowerer<'_> {
-    /// Lowers a pooling call, or returns `None` if `name` is not a pooling op.
-    pub(super) fn nn_call(&mut self, name: &str, args: &[&Expr], span: Span) -> Option<Value> {
-        let kind = match name {
-            "max_pool2d" => PoolKind::Max,
-            "avg_pool2d" => PoolKind::Avg,
-            "conv2d" if args.len() == 5 => return Some(self.conv_general(name, args, span)),
-            "depthwise_conv2d" => return Some(self.conv_general(name, args, span)),
-            _ => return None,
-        };
-        if args.len() != 4 {
-            self.diag.error(
-                span,
-                format!(
-                    "`{name}` takes an NHWC input, a window size, strides and `SAME` or `VALID` (`{name}(x, 2, 2, VALID)`); found {} argument(s)",
-                    args.len()
-                ),
-            );
-            return Some(Value::Tensor(self.poisoned(span)));
-        }
+    /// `max_pool2d(x, ksize, strides, padding)` / `avg_pool2d(...)`.
+    pub(super) fn pool_call(&mut self, kind: PoolKind, call: &Call) -> NodeId {
+        let (name, args, span) = (call.name, call.args, call.span);
         let x = self.operand(args[0]);
         let ksize = self.window_pair(name, "window size", args[1]);
         let strides = self.window_pair(name, "stride", args[2]);
-        let padding = self.padding_arg(name, args[3]);
+        // The row's kind check accepted only `SAME` or `VALID`.
+        let padding = padding_of(args[3]);
         let (Some(ksize), Some(strides), Some(padding)) = (ksize, strides, padding) else {
-            return Some(Value::Tensor(self.poisoned(span)));
+            return self.poisoned(span);
         };
         let n = self.graph.node(x).clone();
         let r = infer::pool2d(kind, (n.dtype, &n.shape), ksize, strides, padding);
@@ -44,22 +29,12 @@ impl Lowerer<'_> {
             strides,
             padding,
         };
-        Some(Value::Tensor(self.typed(op, vec![x], r, span)))
+        self.typed(op, vec![x], r, span)
     }
 
-    /// `conv2d` with a fifth argument (the dilations) or `depthwise_conv2d`.
-    fn conv_general(&mut self, name: &str, args: &[&Expr], span: Span) -> Value {
-        let depthwise = name == "depthwise_conv2d";
-        if !(4..=5).contains(&args.len()) {
-            self.diag.error(
-                span,
-                format!(
-                    "`{name}` takes an NHWC input, a kernel, a stride, `SAME` or `VALID` and optionally the dilations (`{name}(x, k, 1, SAME, 2)`); found {} argument(s)",
-                    args.len()
-                ),
-            );
-            return Value::Tensor(self.poisoned(span));
-        }
+    /// `conv2d(x, k, stride, padding [, dilations])` or `depthwise_conv2d(...)`.
+    pub(super) fn conv_general(&mut self, depthwise: bool, call: &Call) -> NodeId {
+        let (name, args, span) = (call.name, call.args, call.span);
         let (x, k) = (self.operand(args[0]), self.operand(args[1]));
         let stride = match self.literal_int(args[2]) {
             Some(s) if s >= 1 => Some(s as usize),
@@ -71,13 +46,14 @@ impl Lowerer<'_> {
                 None
             }
         };
-        let padding = self.padding_arg(name, args[3]);
+        // The row's kind check accepted only `SAME` or `VALID`.
+        let padding = padding_of(args[3]);
         let dilation = match args.get(4) {
             Some(e) => self.window_pair(name, "dilation", e),
             None => Some([1, 1]),
         };
         let (Some(stride), Some(padding), Some(dilation)) = (stride, padding, dilation) else {
-            return Value::Tensor(self.poisoned(span));
+            return self.poisoned(span);
         };
         let (nx, nk) = (self.graph.node(x).clone(), self.graph.node(k).clone());
         if !depthwise && dilation == [1, 1] {
@@ -88,7 +64,7 @@ impl Lowerer<'_> {
                 stride,
                 padding,
             );
-            return Value::Tensor(self.typed(Op::Conv2d { stride, padding }, vec![x, k], r, span));
+            return self.typed(Op::Conv2d { stride, padding }, vec![x, k], r, span);
         }
         let r = infer::conv_general(
             (nx.dtype, &nx.shape),
@@ -104,30 +80,7 @@ impl Lowerer<'_> {
             padding,
             depthwise,
         };
-        Value::Tensor(self.typed(op, vec![x, k], r, span))
-    }
-
-    /// `SAME` or `VALID` (or TF's strings `"SAME"` / `"VALID"`); reports the error.
-    fn padding_arg(&mut self, name: &str, e: &Expr) -> Option<Padding> {
-        match super::unwrapped(e) {
-            Expr::Path(p) if p.path.is_ident("SAME") => Some(Padding::Same),
-            Expr::Path(p) if p.path.is_ident("VALID") => Some(Padding::Valid),
-            Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Str(s),
-                ..
-            }) if s.value() == "SAME" || s.value() == "VALID" => Some(if s.value() == "SAME" {
-                Padding::Same
-            } else {
-                Padding::Valid
-            }),
-            other => {
-                self.diag.error(
-                    other.span(),
-                    format!("`{name}` padding must be `SAME` or `VALID`"),
-                );
-                None
-            }
-        }
+        self.typed(op, vec![x, k], r, span)
     }
 
     /// A window size or stride: `k` (both axes), `[rows, columns]`, or `[1, rows, columns, 1]`

@@ -6,8 +6,9 @@
 //! on a symbolic dim are allowed when the result's size does not depend on the symbol, and
 //! the kernel checks them against the run-time size (an `Err`, never a panic).
 
-use super::{Lowerer, Span, Value};
+use super::{Call, Lowerer, Span, Value};
 use crate::ir::*;
+use crate::ops::Selection;
 use proc_macro2::{TokenStream, TokenTree};
 use syn::Expr;
 
@@ -604,59 +605,23 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Lowers a call of a selection op, or returns `None` when `name` is not one.
-    pub(super) fn selection_call(
-        &mut self,
-        name: &str,
-        args: &[&Expr],
-        span: Span,
-        turbofish: Option<&(String, Span)>,
-    ) -> Option<Value> {
-        let usage = match name {
-            "slice" => "a tensor, `[begin]` and `[size]` (size -1 takes the rest of the axis)",
-            "strided_slice" => "a tensor, `[begin]`, `[end]`, optionally `[strides]` and then TF's masks in its order (begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask)",
-            "concat" => "a list of tensors `[a, b]` and an axis",
-            "stack" => "a list of tensors `[a, b]` and optionally an axis (default 0)",
-            "split" => "a tensor, a number of pieces (or a list of sizes) and optionally an axis (default 0)",
-            "tile" => "a tensor and `[multiples]`",
-            "pad" => "a tensor, `[[before, after], ...]` and optionally a constant value",
-            "expand_dims" => "a tensor and an axis",
-            "squeeze" => "a tensor and optionally an axis or `[axes]`",
-            "gather" => "a tensor, an integer index tensor and optionally an axis (default 0)",
-            "one_hot" => "integer indices, a depth, and optionally the on and off values",
-            "argmax" | "argmin" => "a tensor and optionally an axis (default 0)",
-            "range" => "`n`, or `start, limit` and optionally `delta`",
-            _ => return None,
-        };
-        let (lo, hi) = match name {
-            "slice" => (3, 3),
-            "strided_slice" => (3, 9),
-            "concat" => (2, 2),
-            "stack" | "expand_dims" | "tile" => (if name == "stack" { 1 } else { 2 }, 2),
-            "split" => (2, 3),
-            "pad" => (2, 3),
-            "squeeze" | "argmax" | "argmin" => (1, 2),
-            "gather" => (2, 3),
-            "one_hot" => (2, 4),
-            "range" => (1, 3),
-            _ => unreachable!("listed above"),
-        };
-        if args.len() < lo || args.len() > hi || (name == "one_hot" && args.len() == 3) {
-            let msg = format!("`{name}` takes {usage}; found {} argument(s)", args.len());
-            return Some(self.sel_error(span, msg, span));
+    /// Lowers a call of a selection op; the row's check has accepted its arguments.
+    pub(super) fn selection_call(&mut self, sel: Selection, call: &Call) -> Value {
+        let (name, args, span, turbofish) = (call.name, call.args, call.span, call.turbofish);
+        match sel {
+            Selection::Slice | Selection::StridedSlice => self.lower_tf_slice(name, args, span),
+            Selection::Concat | Selection::Stack => self.lower_concat(name, args, span),
+            Selection::Split => self.lower_split(args, span),
+            Selection::Tile => self.lower_tile(args, span),
+            Selection::Pad => self.lower_pad(args, span),
+            Selection::ExpandDims | Selection::Squeeze => {
+                self.lower_expand_squeeze(name, args, span)
+            }
+            Selection::Gather => self.lower_gather(args, span),
+            Selection::OneHot => self.lower_one_hot(args, span, turbofish),
+            Selection::ArgMax | Selection::ArgMin => self.lower_arg_reduce(name, args, span),
+            Selection::Range => self.lower_range(args, span, turbofish),
         }
-        Some(match name {
-            "slice" | "strided_slice" => self.lower_tf_slice(name, args, span),
-            "concat" | "stack" => self.lower_concat(name, args, span),
-            "split" => self.lower_split(args, span),
-            "tile" => self.lower_tile(args, span),
-            "pad" => self.lower_pad(args, span),
-            "expand_dims" | "squeeze" => self.lower_expand_squeeze(name, args, span),
-            "gather" => self.lower_gather(args, span),
-            "one_hot" => self.lower_one_hot(args, span, turbofish),
-            "argmax" | "argmin" => self.lower_arg_reduce(name, args, span),
-            _ => self.lower_range(args, span, turbofish),
-        })
     }
 
     fn int_list_exact(&mut self, e: &Expr) -> Option<Vec<i64>> {
