@@ -1,6 +1,7 @@
-//! Lowering of the pooling ops, `max_pool2d(x, ksize, strides, padding)` and
-//! `avg_pool2d(...)`, of `conv2d(x, k, stride, padding, dilations)` and of
-//! `depthwise_conv2d(x, k, stride, padding [, dilations])`, with TensorFlow's argument forms:
+//! Lowering of the neural-network ops: the pooling ops, `max_pool2d(x, ksize, strides, padding)`
+//! and `avg_pool2d(...)`, `conv2d(x, k, stride, padding [, dilations])`,
+//! `depthwise_conv2d(x, k, stride, padding [, dilations])`, `bias_add` and the softmaxes,
+//! with TensorFlow's argument forms:
 //! a window, stride or dilation is an integer (`2`), a list `[rows, columns]`, or TF's
 //! 4-list `[1, rows, columns, 1]`.
 
@@ -125,5 +126,32 @@ impl Lowerer<'_> {
             (Some(h), Some(w)) => Some([h, w]),
             _ => bad(self, e, "at least 1 on each axis"),
         }
+    }
+}
+
+impl Lowerer<'_> {
+    /// `bias_add(x, b)`.
+    pub(super) fn lower_bias_add(&mut self, call: &Call) -> NodeId {
+        let (x, b) = (self.operand(call.args[0]), self.operand(call.args[1]));
+        let (nx, nb) = (self.graph.node(x).clone(), self.graph.node(b).clone());
+        let r = infer::bias_add((nx.dtype, &nx.shape), (nb.dtype, &nb.shape));
+        self.typed(Op::BiasAdd, vec![x, b], r, call.span)
+    }
+
+    /// `softmax(x [, axis])` and `log_softmax(x [, axis])`, over the last axis by default.
+    pub(super) fn lower_softmax(&mut self, log: bool, call: &Call) -> NodeId {
+        let (args, span, name) = (call.args, call.span, call.name);
+        let x = self.operand(args[0]);
+        let n = self.graph.node(x).clone();
+        // The row's kind check accepted only an integer literal.
+        let axis = args.get(1).and_then(|a| self.literal_int(a)).unwrap_or(-1);
+        if n.poisoned {
+            return self.poisoned(span);
+        }
+        let r = infer::normalize_axes(name, &[axis], n.shape.len(), &n.shape)
+            .and_then(|a| infer::unary(name, true, (n.dtype, &n.shape)).map(|t| (a[0], t)));
+        let make = |axis| Op::Softmax { axis, log };
+        let error_span = args.get(1).map_or(span, |a| a.span());
+        self.typed_with(vec![x], r, make, error_span, span)
     }
 }
