@@ -853,8 +853,11 @@ impl Lowerer<'_> {
         } else {
             first.shape.clone()
         };
+        // The joined axis: a constant, or terms over one product of symbols whose
+        // coefficients add up (`B` and `B` give `B*2`; `B*4` and `B*4`, `B*8`).
         let mut total = 0u64;
-        let mut sym: Option<Dim> = None;
+        let mut sym: Option<Monomial> = None;
+        let overflow = || format!("`{name}` along axis {axis}: the joined size overflows");
         for (_, n, _) in &parts {
             let d = if stack {
                 Dim::Const(1)
@@ -862,19 +865,31 @@ impl Lowerer<'_> {
                 n.shape[axis].clone()
             };
             match d {
-                Dim::Const(c) => total += c,
-                s if sym.is_none() => sym = Some(s),
-                s => {
-                    let msg = format!("`concat` along axis {axis} would add `{}` and `{s}`, a size that is not a dim grafo can name", sym.map(|d| d.to_string()).unwrap_or_default());
-                    return self.sel_error(span, msg, span);
+                Dim::Const(c) => match total.checked_add(c) {
+                    Some(t) => total = t,
+                    None => return self.sel_error(span, overflow(), span),
+                },
+                other => {
+                    let m = other.monomial();
+                    match &mut sym {
+                        None => sym = Some(m),
+                        Some(s) if s.syms == m.syms => match s.coef.checked_add(m.coef) {
+                            Some(c) => s.coef = c,
+                            None => return self.sel_error(span, overflow(), span),
+                        },
+                        Some(s) => {
+                            let msg = format!("`concat` along axis {axis} would add `{s}` and `{m}`, a size that is not a dim grafo can name (a dim is a constant times a product of symbols: `B`, `B*2`, `B*H*4`)");
+                            return self.sel_error(span, msg, span);
+                        }
+                    }
                 }
             }
         }
         shape[axis] = match sym {
             None => Dim::Const(total),
-            Some(s) if total == 0 => s,
+            Some(s) if total == 0 => Dim::from_monomial(s),
             Some(s) => {
-                let msg = format!("`concat` along axis {axis} would give `{s} + {total}`, a size that is not a dim grafo can name (a dim is a constant or one symbol)");
+                let msg = format!("`concat` along axis {axis} would give `{s} + {total}`, a size that is not a dim grafo can name (a dim is a constant times a product of symbols: `B`, `B*2`, `B*H*4`; sums of a symbol and a constant are not dims)");
                 return self.sel_error(span, msg, span);
             }
         };
@@ -912,17 +927,20 @@ impl Lowerer<'_> {
         }
         let ty = type_str(xn.dtype, &xn.shape);
         let Dim::Const(d) = xn.shape[axis] else {
-            let msg = format!("`split` needs a static size on axis {axis}; the tensor is {ty}");
-            return self.sel_error(args[0].span(), msg, span);
+            return self.split_symbolic(x, &xn, axis, &list, sizes_given, args, span);
         };
         let sizes: Vec<u64> = if sizes_given {
-            if list.iter().any(|&s| s < 0)
-                || list.iter().map(|&s| s as i128).sum::<i128>() != d as i128
-            {
-                let msg = format!("`split` sizes {list:?} must be non-negative and add up to {d}, the size of axis {axis} of {ty}");
+            // TF's `size_splits`: non-negative sizes, at most one -1 for the rest of the axis.
+            let rest = list.iter().filter(|&&s| s == -1).count();
+            let known: i128 = list.iter().filter(|&&s| s != -1).map(|&s| s as i128).sum();
+            let fill = d as i128 - known;
+            if list.iter().any(|&s| s < -1) || rest > 1 || (rest == 0 && fill != 0) || fill < 0 {
+                let msg = format!("`split` sizes {list:?} must be non-negative (one may be -1, the rest of the axis) and add up to {d}, the size of axis {axis} of {ty}");
                 return self.sel_error(args[1].span(), msg, span);
             }
-            list.iter().map(|&s| s as u64).collect()
+            list.iter()
+                .map(|&s| if s == -1 { fill as u64 } else { s as u64 })
+                .collect()
         } else {
             let n = list[0];
             if n < 1 || d % n as u64 != 0 {
@@ -962,6 +980,62 @@ impl Lowerer<'_> {
                 span,
             )));
         }
+        Value::Tuple(pieces)
+    }
+
+    /// `split(x, n, axis)` along a symbolic axis: a dim `c*S` (a constant `c` times a product
+    /// of symbols) with `n` dividing `c` splits into `n` pieces of `S*(c/n)`, each an index of
+    /// the `reshape` view `[.., n, S*(c/n), ..]` (so `B*2` gives two `B`s, `B*4` four `B`s);
+    /// any other count would give a size that is not a dim, a compile error.
+    #[allow(clippy::too_many_arguments)]
+    fn split_symbolic(
+        &mut self,
+        x: NodeId,
+        xn: &Node,
+        axis: usize,
+        list: &[i64],
+        sizes_given: bool,
+        args: &[&Expr],
+        span: Span,
+    ) -> Value {
+        let ty = type_str(xn.dtype, &xn.shape);
+        let dim = &xn.shape[axis];
+        if sizes_given {
+            let msg = format!("`split` into listed sizes needs a static axis; axis {axis} of {ty} is `{dim}` (split into a number of equal pieces instead)");
+            return self.sel_error(args[1].span(), msg, span);
+        }
+        let m = dim.monomial();
+        let n = list[0];
+        if n < 1 || !m.coef.is_multiple_of(n as u64) {
+            let msg = format!("`split` of axis {axis} (`{dim}`) into {n} equal pieces: the piece size `{dim}/{n}` is not a dim grafo can name; a symbolic axis splits by a factor of its constant (`B*2` into 2 pieces of `B`; axes from `concat`, `tile` or `reshape` have such sizes)");
+            return self.sel_error(args[1].span(), msg, span);
+        }
+        let piece = Dim::from_monomial(Monomial {
+            coef: m.coef / n as u64,
+            syms: m.syms,
+        });
+        let mut viewed = xn.shape.clone();
+        viewed[axis] = piece.clone();
+        viewed.insert(axis, Dim::Const(n as u64));
+        let view = self.view_as(x, viewed, span);
+        let mut shape = xn.shape.clone();
+        shape[axis] = piece;
+        let whole = SliceSpec::Range {
+            start: 0,
+            end: None,
+            step: 1,
+        };
+        let pieces = (0..n)
+            .map(|i| {
+                let mut axes = vec![whole; axis];
+                axes.push(SliceSpec::Index(i));
+                let op = SelOp::Slice {
+                    name: "split",
+                    axes,
+                };
+                Value::Tensor(self.sel_node(op, vec![view], xn.dtype, shape.clone(), span))
+            })
+            .collect();
         Value::Tuple(pieces)
     }
 
