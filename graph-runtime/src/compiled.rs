@@ -4,7 +4,9 @@ use crate::buffer;
 use crate::dtype::Element;
 use crate::error::Error;
 use ndarray::{Array, ArrayBase, ArrayView, CowArray, Data, Dimension, IxDyn};
+use rayon::prelude::*;
 use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// What a compiled function accepts for a `Tensor<T, ...>` parameter of rank `D`: `&Array`, `ArrayView`, `&ArrayView`.
 pub trait TensorArg<'a, T, D: Dimension> {
@@ -220,7 +222,8 @@ const FIRST_TOUCH_BLOCK_BYTES: usize = 64 << 10;
 /// (the allocator's `calloc` `memset`s recycled memory on the calling thread, a second trip
 /// over the whole result through memory): each thread sets a block of
 /// [`FIRST_TOUCH_BLOCK_BYTES`] to zero and at once hands it to `body`, whose writes then hit the
-/// cache. `body(first_unit, block)` sees every unit exactly once, in blocks of whole units.
+/// cache. `body(first_unit, block)` sees every unit exactly once, in blocks of whole units;
+/// an empty result makes no call.
 pub fn fresh_by_blocks<T: Element, F>(
     op: &'static str,
     len: usize,
@@ -262,6 +265,141 @@ fn init_default<T: Element>(block: &mut [MaybeUninit<T>]) -> &mut [T] {
     // SAFETY: every element of `block` was written just above, and `MaybeUninit<T>` has the
     // layout of `T`, so the slice is a valid `[T]` borrowed for as long as `block` is.
     unsafe { &mut *(block as *mut [MaybeUninit<T>] as *mut [T]) }
+}
+
+/// The output buffer of a kernel that writes it in parallel blocks: either a reused buffer
+/// (already initialised) or a fresh one that each block initialises just before the kernel
+/// writes it, while it is in cache (see [`fresh_by_blocks`]).
+///
+/// [`OutBuf::into_vec`] is safe whatever the kernel did: it knows from a count of the
+/// elements the blocks initialised whether all of them were, and initialises the whole
+/// buffer itself otherwise.
+pub struct OutBuf<T> {
+    buf: Vec<MaybeUninit<T>>,
+    /// How many elements the blocks have initialised (each block once, blocks disjoint).
+    initialised: AtomicUsize,
+    /// The buffer was reused and all of it is initialised already.
+    reused: bool,
+}
+
+/// One block of an [`OutBuf`], handed to one kernel call.
+pub struct OutBlock<'a, T> {
+    data: &'a mut [MaybeUninit<T>],
+    initialised: &'a AtomicUsize,
+    reused: bool,
+}
+
+impl<T: Element> OutBuf<T> {
+    /// A fresh buffer of `len` elements, none initialised yet; or the error of an
+    /// allocation that failed.
+    pub fn fresh(op: &'static str, len: usize) -> Result<OutBuf<T>, Error> {
+        let mut buf: Vec<MaybeUninit<T>> = buffer::with_capacity(op, len)?;
+        // SAFETY: the capacity is at least `len` (reserved above), and a `MaybeUninit<T>`
+        // needs no initialisation.
+        unsafe { buf.set_len(len) };
+        crate::pages::advise_huge(&buf);
+        Ok(OutBuf {
+            buf,
+            initialised: AtomicUsize::new(0),
+            reused: false,
+        })
+    }
+
+    /// A reused buffer, whose elements are initialised already.
+    pub fn reused(v: Vec<T>) -> OutBuf<T> {
+        let mut v = std::mem::ManuallyDrop::new(v);
+        // SAFETY: `MaybeUninit<T>` has the size and alignment of `T`, so this is the same
+        // allocation with the same length and capacity, now owned by `buf` alone.
+        let buf = unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast(), v.len(), v.capacity()) };
+        OutBuf {
+            buf,
+            initialised: AtomicUsize::new(0),
+            reused: true,
+        }
+    }
+
+    /// All of the buffer as one block (for a kernel that runs on the calling thread).
+    pub fn whole(&mut self) -> &mut [T] {
+        OutBlock {
+            data: &mut self.buf[..],
+            initialised: &self.initialised,
+            reused: self.reused,
+        }
+        .init()
+    }
+
+    /// The buffer in blocks of `block_len` elements (the last may be shorter), to be
+    /// written in parallel.
+    pub fn par_blocks(
+        &mut self,
+        block_len: usize,
+    ) -> impl IndexedParallelIterator<Item = OutBlock<'_, T>> + '_ {
+        let (initialised, reused) = (&self.initialised, self.reused);
+        self.buf
+            .par_chunks_mut(block_len.max(1))
+            .map(move |data| OutBlock {
+                data,
+                initialised,
+                reused,
+            })
+    }
+
+    /// The written buffer.
+    pub fn into_vec(mut self) -> Vec<T> {
+        if !self.reused && *self.initialised.get_mut() != self.buf.len() {
+            // Some block was not handed to a kernel: initialise everything (writing over a
+            // `MaybeUninit` is always allowed).
+            for x in self.buf.iter_mut() {
+                x.write(T::default());
+            }
+        }
+        let mut buf = std::mem::ManuallyDrop::new(std::mem::take(&mut self.buf));
+        // SAFETY: every element is initialised: the buffer was reused (initialised when it
+        // came in), or the blocks initialised `len` elements in all, and since blocks are
+        // disjoint chunks of the buffer each initialised at most once (`init` takes the
+        // block by value), that is every element; otherwise the loop above initialised them.
+        // `MaybeUninit<T>` has the layout of `T`, so the allocation is the one a `Vec<T>` of
+        // this capacity frees.
+        unsafe { Vec::from_raw_parts(buf.as_mut_ptr().cast::<T>(), buf.len(), buf.capacity()) }
+    }
+}
+
+impl<'a, T: Element> OutBlock<'a, T> {
+    /// The block's elements, initialised (zero in a fresh buffer, as they were in a reused
+    /// one), for the kernel to write.
+    #[inline]
+    pub fn init(self) -> &'a mut [T] {
+        if !self.reused {
+            for x in self.data.iter_mut() {
+                x.write(T::default());
+            }
+            self.initialised
+                .fetch_add(self.data.len(), Ordering::Relaxed);
+        }
+        // SAFETY: every element of the block is initialised (just above, or the buffer was
+        // reused and so initialised throughout), and `MaybeUninit<T>` has the layout of `T`.
+        unsafe { &mut *(self.data as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
+    /// How many elements the block holds.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the block holds no element.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+}
+
+/// How many rows of `row_bytes` bytes a first-touch block of a row-parallel kernel holds:
+/// about [`FIRST_TOUCH_BLOCK_BYTES`], at least one row, at most `chunk_rows` (the rows
+/// [`crate::parallel::units_per_chunk`] gives one task).
+#[inline]
+pub fn first_touch_rows(chunk_rows: usize, row_bytes: usize) -> usize {
+    (FIRST_TOUCH_BLOCK_BYTES / row_bytes.max(1)).clamp(1, chunk_rows.max(1))
 }
 
 /// Checks at entry that the value of op `op`, of `shape` (some dims symbolic), has an
@@ -364,6 +502,43 @@ mod tests {
             if len > 0 {
                 assert!(calls.into_inner() >= len.div_ceil(block.max(unit)));
             }
+        }
+    }
+
+    /// An `OutBuf` gives back what its blocks were written with, fresh or reused; blocks a
+    /// kernel never took leave zeros, never uninitialised memory.
+    #[test]
+    fn out_buf_blocks_cover_the_buffer() {
+        for len in [0usize, 1, 7, 1023, 3 * FIRST_TOUCH_BLOCK_BYTES / 4 + 3] {
+            for block in [1usize, 7, 4096] {
+                let mut fresh = OutBuf::<f64>::fresh("test", len).unwrap();
+                let mut reused = OutBuf::reused(vec![-1.0f64; len]);
+                for buf in [&mut fresh, &mut reused] {
+                    buf.par_blocks(block).enumerate().for_each(|(i, b)| {
+                        for (k, x) in b.init().iter_mut().enumerate() {
+                            *x = (i * block + k) as f64;
+                        }
+                    });
+                }
+                for (what, v) in [("fresh", fresh.into_vec()), ("reused", reused.into_vec())] {
+                    assert_eq!(v.len(), len);
+                    assert!(
+                        v.iter().enumerate().all(|(i, &x)| x == i as f64),
+                        "{what} {len} {block}"
+                    );
+                }
+            }
+            let mut partly = OutBuf::<i32>::fresh("test", len).unwrap();
+            partly.par_blocks(5).enumerate().for_each(|(i, b)| {
+                if i % 2 == 0 {
+                    b.init().fill(3);
+                }
+            });
+            let v = partly.into_vec();
+            assert!(v.iter().all(|&x| x == 0 || x == 3) && v.len() == len);
+            let mut whole = OutBuf::<f32>::fresh("test", len).unwrap();
+            assert!(whole.whole().iter().all(|&x| x == 0.0));
+            assert_eq!(whole.into_vec().len(), len);
         }
     }
 

@@ -244,6 +244,66 @@ impl<'a> ExecCtx<'a> {
         Ok(v)
     }
 
+    /// The buffer of `slot` with `len` elements, written by `body` over whole units of
+    /// `unit_len` elements in parallel (as [`crate::parallel::for_each_chunk`]).
+    ///
+    /// The same as [`ExecCtx::take`] followed by the kernel, except that a buffer the slot
+    /// does not hold (a result moved out by the previous run, a first run) is made by
+    /// [`crate::compiled::fresh_by_blocks`]: initialised block by block as `body` writes it,
+    /// never zeroed in one serial pass first. An empty result makes no call.
+    #[inline]
+    pub fn take_written<T: SlotElement, F>(
+        &mut self,
+        slot: usize,
+        len: usize,
+        op: &'static str,
+        unit_len: usize,
+        work_per_unit: usize,
+        body: F,
+    ) -> Result<Vec<T>, Error>
+    where
+        F: Fn(usize, &mut [T]) + Sync,
+    {
+        if slot >= self.arena.slots.len() {
+            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
+        }
+        let held = std::mem::take(&mut self.arena.slots[slot]);
+        let mut v = T::unwrap(held).unwrap_or_default();
+        if v.capacity() < len {
+            // The old buffer goes first, so that the peak is one buffer, not two.
+            drop(v);
+            return crate::compiled::fresh_by_blocks(op, len, unit_len, work_per_unit, body);
+        }
+        v.resize(len, T::default());
+        if len > 0 {
+            crate::parallel::for_each_chunk(&mut v[..], unit_len, work_per_unit, body);
+        }
+        Ok(v)
+    }
+
+    /// The buffer of `slot` with `len` elements as an [`crate::compiled::OutBuf`] for a
+    /// kernel that writes it in parallel blocks: the slot's own buffer when it holds one large
+    /// enough, else a fresh one initialised block by block.
+    #[inline]
+    pub fn take_out<T: SlotElement>(
+        &mut self,
+        slot: usize,
+        len: usize,
+        op: &'static str,
+    ) -> Result<crate::compiled::OutBuf<T>, Error> {
+        if slot >= self.arena.slots.len() {
+            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
+        }
+        let held = std::mem::take(&mut self.arena.slots[slot]);
+        let mut v = T::unwrap(held).unwrap_or_default();
+        if v.capacity() < len {
+            drop(v);
+            return crate::compiled::OutBuf::fresh(op, len);
+        }
+        v.resize(len, T::default());
+        Ok(crate::compiled::OutBuf::reused(v))
+    }
+
     /// Returns a buffer to `slot` so that a later step (or run) reuses it.
     #[inline]
     pub fn give<T: SlotElement>(&mut self, slot: usize, v: Vec<T>) {

@@ -725,9 +725,26 @@ impl<'a> Emitter<'a> {
         }
         external.sort();
         let ll = self.leaves_of(&external, &shape, split, false);
+        // The results are `OutBuf`s initialised block by block as the kernel writes them,
+        // unless one is written over a dead input (then they are plain buffers, as `alloc`
+        // gives them).
+        let by_blocks = roots.iter().all(|r| self.sched.in_place[r.0].is_none());
         let mut allocs = TokenStream::new();
+        let mut finish_outs = TokenStream::new();
         for &r in &roots {
-            allocs.extend(self.alloc(r));
+            if by_blocks {
+                let n = self.node(r);
+                let (et, len, op, vid) = (elem_ty(n.dtype), len_expr(&n.shape), n.op.name(), v(r));
+                let make = match self.sched.slot[r.0] {
+                    Some(s) => quote!(__ctx.take_out::<#et>(#s, #len, #op)?),
+                    None => quote!(::grafo::__private::compiled::OutBuf::<#et>::fresh(#op, #len)?),
+                };
+                allocs.extend(quote!(let mut #vid = #make;));
+                finish_outs.extend(quote!(let mut #vid: ::std::vec::Vec<#et> = #vid.into_vec();));
+                self.store.insert(r, Store::Owned);
+            } else {
+                allocs.extend(self.alloc(r));
+            }
         }
         let mut reads = ll.reads.clone();
         let mut slices = ll.slices.clone();
@@ -788,6 +805,38 @@ impl<'a> Emitter<'a> {
             .map(|k| format_ident!("__c{}", k))
             .collect();
         let first_chunk = &chunk_names[0];
+        let (whole, blocks, init_blocks, block_rows): (
+            Vec<TokenStream>,
+            Vec<TokenStream>,
+            Vec<TokenStream>,
+            TokenStream,
+        ) = if by_blocks {
+            let et0 = elem_ty(self.node(roots[0]).dtype);
+            (
+                out_args.iter().map(|o| quote!(#o.whole())).collect(),
+                out_args
+                    .iter()
+                    .zip(&per_row)
+                    .map(|(o, p)| quote!(#o.par_blocks(__block * #p)))
+                    .collect(),
+                chunk_names
+                    .iter()
+                    .map(|c| quote!(let #c = #c.init();))
+                    .collect(),
+                quote!(let __block = ::grafo::__private::compiled::first_touch_rows(__chunk, __n * ::std::mem::size_of::<#et0>());),
+            )
+        } else {
+            (
+                out_args.iter().map(|o| quote!(&mut #o[..])).collect(),
+                out_args
+                    .iter()
+                    .zip(&per_row)
+                    .map(|(o, p)| quote!(#o.par_chunks_mut(__block * #p)))
+                    .collect(),
+                Vec::new(),
+                quote!(let __block = __chunk;),
+            )
+        };
         let first_per_row = &per_row[0];
         let gid0 = chain[0];
         let label = chain
@@ -814,19 +863,22 @@ impl<'a> Emitter<'a> {
                 let __chunk = ::grafo::__private::parallel::units_per_chunk(__rows, __n * #cost + 1);
                 if __rows > 0 {
                     if __chunk >= __rows || __n == 0 {
-                        #kname(0, __rows, __n, #(&mut #out_args[..],)* #(#args),*);
+                        #kname(0, __rows, __n, #(#whole,)* #(#args),*);
                     } else {
                         use ::grafo::__private::rayon::prelude::*;
-                        (#(#out_args.par_chunks_mut(__chunk * #per_row),)*)
+                        #block_rows
+                        (#(#blocks,)*)
                             .into_par_iter()
                             .enumerate()
                             .for_each(|(__i, (#(#chunk_names,)*))| {
+                                #(#init_blocks)*
                                 let __nrows = #first_chunk.len() / #first_per_row;
-                                #kname(__i * __chunk, __nrows, __n, #(#chunk_names,)* #(#args),*)
+                                #kname(__i * __block, __nrows, __n, #(#chunk_names,)* #(#args),*)
                             });
                     }
                 }
             }
+            #finish_outs
             __ctx.record(#gid0, #label, __t);
         }
     }
@@ -1191,9 +1243,21 @@ impl<'a> Emitter<'a> {
         }
         let (lets, root_expr) = self.tree_lets(root, &ll.reads);
         let kname = self.kernel_name(g);
-        // A fresh result is initialised block by block as the kernel writes it (see
-        // `compiled::fresh_by_blocks`); a slot or a dead input is written as it is.
-        let fresh = in_place.is_none() && self.sched.slot[root.0].is_none();
+        // A result not written over a dead input is made by the call that runs the kernel
+        // (`ExecCtx::take_written` for a slot, `compiled::fresh_by_blocks` otherwise), so a
+        // new buffer is initialised block by block as the kernel writes it.
+        let fresh = in_place.is_none();
+        let op = n.op.name();
+        let len = len_expr(&n.shape);
+        let cost = self.cost(g);
+        let make = |unit: TokenStream, work: TokenStream, kernel: TokenStream| match self.sched.slot
+            [root.0]
+        {
+            Some(s) => quote!(__ctx.take_written::<#et, _>(#s, #len, #op, #unit, #work, #kernel)?),
+            None => {
+                quote!(::grafo::__private::compiled::fresh_by_blocks::<#et, _>(#op, #len, #unit, #work, #kernel)?)
+            }
+        };
         let vid = v(root);
         let alloc = if fresh {
             self.store.insert(root, Store::Owned);
@@ -1201,9 +1265,7 @@ impl<'a> Emitter<'a> {
         } else {
             self.alloc(root)
         };
-        let op = n.op.name();
-        let len = len_expr(&n.shape);
-        let cost = self.cost(g);
+
         let LoopLeaves {
             params,
             args,
@@ -1213,7 +1275,12 @@ impl<'a> Emitter<'a> {
         } = ll;
         if flat {
             let run = if fresh {
-                quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh_by_blocks::<#et, _>(#op, #len, 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*))?;)
+                let made = make(
+                    quote!(1),
+                    quote!(#cost),
+                    quote!(|__first, __chunk| #kname(__first, __chunk #(, #args)*)),
+                );
+                quote!(let mut #vid: ::std::vec::Vec<#et> = #made;)
             } else {
                 quote!(::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));)
             };
@@ -1235,9 +1302,14 @@ impl<'a> Emitter<'a> {
             let row = super::dim_expr(&n.shape[rank - 1]);
             let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
             let run = if fresh {
+                let made = make(
+                    quote!(__row),
+                    quote!(__row * #cost),
+                    quote!(|__first, __chunk| #kname(__first, __chunk, __row #(, #args)*)),
+                );
                 quote! {
                     let __row: usize = #row;
-                    let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh_by_blocks::<#et, _>(#op, #len, __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*))?;
+                    let mut #vid: ::std::vec::Vec<#et> = #made;
                 }
             } else {
                 quote! {
