@@ -4,6 +4,16 @@
 //! expression is cheap (at most three arithmetic ops, no transcendental function), in which
 //! case each consumer recomputes it (W4's `x - mean` is read by two passes and costs less to
 //! recompute than to write and read back).
+//!
+//! The [`Plan`] it hands to emit is complete: besides the groups, [`Plan::loops`] holds for
+//! each group that runs a fused loop (an elementwise loop, a reduction reading its producer over
+//! trailing or all axes, a matmul/conv2d epilogue) a [`LoopPlan`]: its [`LoopKind`], the
+//! iteration shape and the axis where a row starts, whether it is one flat loop, every leaf
+//! with its [`LeafClass`], the value computed per element with the fused ops in evaluation
+//! order, and the value read from the output buffer itself. Emit renders these facts and
+//! derives none of them. A leaf is `Scalar` when its shape is rank 0 (or broadcasts as one
+//! value over the whole loop): the rank-0 values are exactly the ones emit keeps in a scalar
+//! local, so the plan and emit's storage agree without emit asking.
 
 use crate::ir::*;
 use crate::passes::PassConfig;
@@ -128,6 +138,146 @@ pub struct Plan {
     pub groups: Vec<Group>,
     /// The group that produces each node (inlined nodes: the group they are fused into, if unique).
     pub group_of: Vec<Option<usize>>,
+    /// For each group that runs a fused loop, how the loop reads and computes (emit renders it).
+    pub loops: Vec<Option<LoopPlan>>,
+}
+
+/// The loop a fused group runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoopKind {
+    /// An elementwise loop writing the output.
+    Elementwise,
+    /// A reduction of each row `shape[split..]` of its input to one value.
+    RowReduction,
+    /// A reduction of its whole input to one value (`split` is 0).
+    WholeReduction,
+    /// The elementwise tail of a matmul or conv2d, applied to each output block it writes.
+    Epilogue,
+}
+
+/// A fused group's loop as fusion decided it: what it iterates over, how it splits into
+/// parallel work, what it reads and how, and the per-element op sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopPlan {
+    pub kind: LoopKind,
+    /// The iteration shape: the output's, or for a reduction its input's.
+    pub shape: Shape,
+    /// Where a row starts: the loop runs over rows `shape[split..]`, which are also the unit of
+    /// parallel work (for a flat loop, blocks of elements instead).
+    pub split: usize,
+    /// Every leaf is a scalar or has the loop's shape: one flat loop over all the elements.
+    pub flat: bool,
+    /// The values the loop reads, each with how it is read relative to the rows.
+    pub leaves: Vec<(NodeId, LeafClass)>,
+    /// The value computed per element (the group's root; a reduction's producer or input).
+    pub element: NodeId,
+    /// The fused nodes computing `element`, operands first (empty when `element` is read as it is).
+    pub ops: Vec<NodeId>,
+    /// The value read from the output buffer itself rather than a leaf (an epilogue's anchor).
+    pub reads_output: Option<NodeId>,
+}
+
+/// How `leaf` is read by a loop over `shape` split at `split`. A rank-0 value is one scalar:
+/// emit keeps every rank-0 value (and only those) in a scalar local, so this is also how it
+/// stores the leaf. A leaf that does not classify is read in full (fusion only inlines a
+/// reduction's producer whose leaves classify, and elementwise leaves broadcast to the output).
+fn leaf_class(graph: &Graph, leaf: NodeId, shape: &[Dim], split: usize) -> LeafClass {
+    let ls = &graph.node(leaf).shape;
+    if ls.is_empty() {
+        return LeafClass::Scalar;
+    }
+    classify(ls, shape, split).unwrap_or(LeafClass::Full)
+}
+
+/// The loop of group `g`, if it runs a fused loop (elementwise, a fusable reduction, an epilogue).
+fn loop_plan(graph: &Graph, materialised: &[bool], g: &Group) -> Option<LoopPlan> {
+    let root = graph.node(g.root);
+    let tree = |id: NodeId| {
+        let mut ops = Vec::new();
+        collect_tree(graph, id, materialised, &mut ops);
+        ops
+    };
+    let classes = |leaves: Vec<NodeId>, shape: &[Dim], split: usize| -> Vec<(NodeId, LeafClass)> {
+        leaves
+            .into_iter()
+            .map(|l| (l, leaf_class(graph, l, shape, split)))
+            .collect()
+    };
+    let same_or_scalar = |leaves: &[NodeId], shape: &[Dim]| {
+        leaves.iter().all(|&l| {
+            let ls = &graph.node(l).shape;
+            ls.is_empty() || ls.as_slice() == shape
+        })
+    };
+    match g.kind {
+        GroupKind::Elementwise => {
+            let shape = root.shape.clone();
+            let split = shape.len().saturating_sub(1);
+            let leaves = tree_leaves(graph, g.root, materialised);
+            Some(LoopPlan {
+                kind: LoopKind::Elementwise,
+                flat: same_or_scalar(&leaves, &shape),
+                leaves: classes(leaves, &shape, split),
+                shape,
+                split,
+                element: g.root,
+                ops: tree(g.root),
+                reads_output: None,
+            })
+        }
+        GroupKind::Reduce => {
+            let input = root.inputs[0];
+            let shape = graph.node(input).shape.clone();
+            if !reduction_can_fuse(graph, g.root) || shape.is_empty() {
+                return None;
+            }
+            let split = reduction_split(graph, g.root);
+            let (leaves, element, ops) = match g.producer {
+                Some(p) => (tree_leaves(graph, p, materialised), p, tree(p)),
+                None => (vec![input], input, Vec::new()),
+            };
+            let whole = split == 0;
+            let flat = whole && same_or_scalar(&leaves, &shape);
+            // A whole reduction that is not flat still runs over the rows of the last axis.
+            let loop_split = if whole && !flat {
+                shape.len() - 1
+            } else {
+                split
+            };
+            Some(LoopPlan {
+                kind: if whole {
+                    LoopKind::WholeReduction
+                } else {
+                    LoopKind::RowReduction
+                },
+                flat,
+                leaves: classes(leaves, &shape, loop_split),
+                shape,
+                split: loop_split,
+                element,
+                ops,
+                reads_output: None,
+            })
+        }
+        GroupKind::MatMul | GroupKind::Conv2d => {
+            let anchor = g.anchor?;
+            let shape = root.shape.clone();
+            let split = shape.len() - 1;
+            let mut leaves = tree_leaves(graph, g.root, materialised);
+            leaves.retain(|&l| l != anchor);
+            Some(LoopPlan {
+                kind: LoopKind::Epilogue,
+                flat: false,
+                leaves: classes(leaves, &shape, split),
+                shape,
+                split,
+                element: g.root,
+                ops: tree(g.root),
+                reads_output: Some(anchor),
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Constants are written into the loops as literals; everything else is a leaf or fused.
@@ -406,11 +556,16 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     for (at, c) in checks_only {
         checks_group(&mut groups, at, c);
     }
+    let loops = groups
+        .iter()
+        .map(|g| loop_plan(graph, &materialised, g))
+        .collect();
     Plan {
         live,
         materialised,
         groups,
         group_of,
+        loops,
     }
 }
 
@@ -508,4 +663,156 @@ pub fn tree_leaves(graph: &Graph, id: NodeId, materialised: &[bool]) -> Vec<Node
     }
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::plan_of;
+    use quote::quote;
+
+    /// The group whose root is the op named `name`, and its loop plan.
+    fn loop_of<'p>(g: &Graph, plan: &'p Plan, name: &str) -> (&'p Group, &'p LoopPlan) {
+        let grp = plan
+            .groups
+            .iter()
+            .find(|grp| g.node(grp.root).op.name() == name)
+            .unwrap_or_else(|| panic!("a group rooted at `{name}`"));
+        let lp = plan.loops[grp.id]
+            .as_ref()
+            .unwrap_or_else(|| panic!("a loop plan for `{name}`"));
+        (grp, lp)
+    }
+
+    /// Each leaf named (`p0` for the first parameter, else its op), with its class.
+    fn leaf_names(g: &Graph, lp: &LoopPlan) -> Vec<(String, LeafClass)> {
+        lp.leaves
+            .iter()
+            .map(|&(l, c)| match g.node(l).op {
+                Op::Input { param } => (format!("p{param}"), c),
+                ref op => (op.name(), c),
+            })
+            .collect()
+    }
+
+    fn names(list: &[(&str, LeafClass)]) -> Vec<(String, LeafClass)> {
+        list.iter().map(|&(n, c)| (n.to_string(), c)).collect()
+    }
+
+    /// The op names of a plan's per-element ops.
+    fn op_names(g: &Graph, lp: &LoopPlan) -> Vec<String> {
+        lp.ops.iter().map(|&o| g.node(o).op.name()).collect()
+    }
+
+    #[test]
+    fn the_plan_gives_each_loop_its_leaf_classes_split_and_flatness() {
+        let (g, plan) = plan_of(quote! {
+            fn f(x: Tensor<f32, N, 8>, gamma: Tensor<f32, 8>, s: Tensor<f32>, c: Tensor<f32, 1, 1>)
+                -> (Tensor<f32, N, 1>, Tensor<f32, N, 8>, Tensor<f32>, Tensor<f32, N, 8>) {
+                let m = reduce_max(x, -1, true);
+                let y = (x - m) * gamma + c;
+                let t = reduce_sum(x * s);
+                let z = exp(x) * s;
+                (m, y, t, z)
+            }
+        });
+        assert_eq!(plan.loops.len(), plan.groups.len());
+        let n8 = vec![Dim::Sym("N".into()), Dim::Const(8)];
+
+        // A row reduction over the last axis: rows of 8, its input read row by row.
+        let (grp, lp) = loop_of(&g, &plan, "reduce_max");
+        assert_eq!(lp.kind, LoopKind::RowReduction);
+        assert_eq!(
+            (lp.shape.clone(), lp.split, lp.flat),
+            (n8.clone(), 1, false)
+        );
+        assert_eq!(leaf_names(&g, lp), names(&[("p0", LeafClass::Full)]));
+        assert_eq!(lp.element, g.node(grp.root).inputs[0]);
+        assert!(lp.ops.is_empty(), "no producer: {:?}", lp.ops);
+
+        // An elementwise loop with broadcast leaves: by rows, each leaf read its own way;
+        // `[1, 1]` against `[N, 8]` is one value for the whole loop.
+        let (grp, lp) = loop_of(&g, &plan, "add");
+        assert_eq!(lp.kind, LoopKind::Elementwise);
+        assert_eq!(
+            (lp.shape.clone(), lp.split, lp.flat),
+            (n8.clone(), 1, false)
+        );
+        let mut leaves = leaf_names(&g, lp);
+        leaves.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            leaves,
+            names(&[
+                ("p0", LeafClass::Full),
+                ("p1", LeafClass::RowVec),
+                ("p3", LeafClass::Scalar),
+                ("reduce_max", LeafClass::RowScalar),
+            ])
+        );
+        assert_eq!(op_names(&g, lp), vec!["sub", "mul", "add"]);
+        assert_eq!(
+            (lp.element, lp.ops.last().copied()),
+            (grp.root, Some(grp.root))
+        );
+
+        // A whole reduction of a fused producer reading only full and rank-0 leaves: one flat loop.
+        let (grp, lp) = loop_of(&g, &plan, "reduce_sum");
+        assert_eq!(lp.kind, LoopKind::WholeReduction);
+        assert_eq!((lp.shape.clone(), lp.split, lp.flat), (n8.clone(), 0, true));
+        assert_eq!(
+            leaf_names(&g, lp),
+            names(&[("p0", LeafClass::Full), ("p2", LeafClass::Scalar)])
+        );
+        assert_eq!(Some(lp.element), grp.producer);
+        assert_eq!(op_names(&g, lp), vec!["mul"]);
+
+        // An elementwise loop whose leaves are full or rank 0: flat.
+        let (_, lp) = loop_of(&g, &plan, "mul");
+        assert_eq!(lp.kind, LoopKind::Elementwise);
+        assert_eq!((lp.shape.clone(), lp.split, lp.flat), (n8, 1, true));
+        assert_eq!(
+            leaf_names(&g, lp),
+            names(&[("p0", LeafClass::Full), ("p2", LeafClass::Scalar)])
+        );
+        assert!(plan
+            .loops
+            .iter()
+            .flatten()
+            .all(|lp| lp.reads_output.is_none()));
+    }
+
+    #[test]
+    fn an_epilogue_plan_reads_the_kernel_output_and_its_other_leaves_by_rows() {
+        let (g, plan) = plan_of(quote! {
+            fn f(x: Tensor<f32, B, 16>, w: Tensor<f32, 16, 4>, b: Tensor<f32, 4>) -> Tensor<f32, B, 4> {
+                relu(matmul(x, w) + b)
+            }
+        });
+        assert_eq!(plan.groups.len(), 1);
+        let grp = &plan.groups[0];
+        let lp = plan.loops[0].as_ref().expect("an epilogue plan");
+        assert_eq!(lp.kind, LoopKind::Epilogue);
+        assert_eq!(lp.reads_output, grp.anchor);
+        assert_eq!((lp.split, lp.flat), (1, false));
+        assert_eq!(leaf_names(&g, lp), names(&[("p2", LeafClass::RowVec)]));
+        assert_eq!(op_names(&g, lp), vec!["add", "relu"]);
+    }
+
+    #[test]
+    fn groups_without_a_fused_loop_have_no_loop_plan() {
+        let (g, plan) = plan_of(quote! {
+            fn f(x: Tensor<f32, 4, 6>) -> (Tensor<f32, 6>, Tensor<f32, 6, 4>) {
+                (reduce_sum(x, 0), transpose(x))
+            }
+        });
+        for grp in &plan.groups {
+            assert!(
+                plan.loops[grp.id].is_none(),
+                "{} ({}) has a loop plan",
+                g.node(grp.root).op.name(),
+                grp.kind.name()
+            );
+        }
+        assert_eq!(plan.groups.len(), 2);
+    }
 }

@@ -155,7 +155,8 @@ fn simplify_keeps_float_times_zero_but_folds_integer_times_zero() {
     assert_eq!(g.const_value(g.outputs[1]), Some(Scalar::Int(0)));
 }
 
-fn plan_of(item: proc_macro2::TokenStream) -> (Graph, fuse::Plan) {
+/// Lowers, optimises and fuses a `#[graph]` function given as tokens.
+pub(crate) fn plan_of(item: proc_macro2::TokenStream) -> (Graph, fuse::Plan) {
     let (mut g, mut d) = lowered(item);
     passes::optimise(&mut g, &PassConfig::default(), &mut d);
     assert!(!d.has_errors());

@@ -1,8 +1,13 @@
 //! Emits the compiled body: straight-line Rust, one kernel call per fused group in the fixed schedule, buffers from the static plan.
+//!
+//! A fused loop is rendered from fusion's [`LoopPlan`] for its group (iteration shape, row
+//! split, flatness, each leaf's [`LeafClass`], the per-element ops in order): this module
+//! decides how the code looks (kernels, parallel drivers, buffers, in-place writes, row
+//! fusion of consecutive loops over the same rows), never which values a loop reads or how.
 
 use super::{dim_value, elem_ty, len_expr, shape_expr};
 use crate::emit::{format_ident, quote};
-use crate::fuse::{classify, reduction_split, tree_leaves, Group, GroupKind, LeafClass, Plan};
+use crate::fuse::{Group, GroupKind, LeafClass, LoopKind, LoopPlan, Plan};
 use crate::ir::*;
 use crate::schedule::{Fork, Schedule};
 use proc_macro2::{Ident, TokenStream};
@@ -13,7 +18,8 @@ pub mod selection;
 /// How a materialised value is held in the emitted code.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Store {
-    /// A local of the element type (rank-0 values).
+    /// A local of the element type: exactly the rank-0 values (fusion's plan reads a rank-0
+    /// leaf as [`LeafClass::Scalar`] on that basis).
     Scalar,
     /// A borrowed `&[T]` (parameters).
     Slice,
@@ -640,36 +646,32 @@ impl<'a> Emitter<'a> {
     /// iteration shape and the axis where a row starts (a trailing reduction over its
     /// input's rows, or an elementwise loop over its last axis).
     fn row_structure(&self, gid: usize) -> Option<(Vec<Dim>, usize)> {
-        let g = &self.plan.groups[gid];
-        let n = self.node(g.root);
-        match g.kind {
-            GroupKind::Reduce
-                if matches!(n.op, Op::Reduce { .. })
-                    && crate::fuse::reduction_can_fuse(self.graph, g.root) =>
+        let lp = self.plan.loops[gid].as_ref()?;
+        let root = self.plan.groups[gid].root;
+        match lp.kind {
+            LoopKind::RowReduction => Some((lp.shape.clone(), lp.split)),
+            // An elementwise loop written over a dead input keeps its own loop.
+            LoopKind::Elementwise
+                if !lp.shape.is_empty() && self.sched.in_place[root.0].is_none() =>
             {
-                let split = reduction_split(self.graph, g.root);
-                let shape = self.node(n.inputs[0]).shape.clone();
-                (split > 0 && !shape.is_empty()).then_some((shape, split))
-            }
-            GroupKind::Elementwise
-                if !n.shape.is_empty() && self.sched.in_place[g.root.0].is_none() =>
-            {
-                Some((n.shape.clone(), n.shape.len() - 1))
+                Some((lp.shape.clone(), lp.split))
             }
             _ => None,
         }
     }
 
-    /// The values a group's loop reads.
-    fn loop_leaves(&self, gid: usize) -> Vec<NodeId> {
-        let g = &self.plan.groups[gid];
-        match g.kind {
-            GroupKind::Reduce => match g.producer {
-                Some(p) => tree_leaves(self.graph, p, &self.plan.materialised),
-                None => vec![self.node(g.root).inputs[0]],
-            },
-            _ => tree_leaves(self.graph, g.root, &self.plan.materialised),
-        }
+    /// The values a group's loop reads, each with how it is read.
+    fn loop_leaves(&self, gid: usize) -> &[(NodeId, LeafClass)] {
+        self.plan.loops[gid]
+            .as_ref()
+            .map_or(&[][..], |lp| &lp.leaves[..])
+    }
+
+    /// The loop fusion planned for group `g` (elementwise, fusable reduction or epilogue groups).
+    fn loop_plan(&self, g: &Group) -> LoopPlan {
+        self.plan.loops[g.id].clone().expect(
+            "fusion plans a loop for every elementwise, fusable reduction and epilogue group",
+        )
     }
 
     /// The longest run of groups at the start of `ids` that can share one loop over rows:
@@ -687,12 +689,8 @@ impl<'a> Emitter<'a> {
                 break;
             }
             let roots: Vec<NodeId> = chain.iter().map(|&c| self.plan.groups[c].root).collect();
-            let row_local = self.loop_leaves(gid).iter().all(|l| {
-                if !roots.contains(l) {
-                    return true;
-                }
-                let class = classify(&self.node(*l).shape, &shape, split);
-                matches!(class, Some(LeafClass::Full) | Some(LeafClass::RowScalar))
+            let row_local = self.loop_leaves(gid).iter().all(|(l, class)| {
+                !roots.contains(l) || matches!(class, LeafClass::Full | LeafClass::RowScalar)
             });
             if !row_local {
                 break;
@@ -715,15 +713,15 @@ impl<'a> Emitter<'a> {
         let (shape, split) = self.row_structure(chain[0]).expect("checked by row_chain");
         let roots: Vec<NodeId> = groups.iter().map(|g| g.root).collect();
         // Values read from outside the chain.
-        let mut external: Vec<NodeId> = Vec::new();
+        let mut external: Vec<(NodeId, LeafClass)> = Vec::new();
         for &gid in chain {
-            for l in self.loop_leaves(gid) {
-                if !roots.contains(&l) && !external.contains(&l) {
-                    external.push(l);
+            for &(l, class) in self.loop_leaves(gid) {
+                if !roots.contains(&l) && !external.iter().any(|&(e, _)| e == l) {
+                    external.push((l, class));
                 }
             }
         }
-        external.sort();
+        external.sort_by_key(|&(l, _)| l);
         let ll = self.leaves_of(&external, &shape, split, false);
         // The results are `OutBuf`s initialised block by block as the kernel writes them,
         // unless one is written over a dead input (then they are plain buffers, as `alloc`
@@ -771,7 +769,8 @@ impl<'a> Emitter<'a> {
                 reads.insert(g.root, quote!(#s));
             } else {
                 per_row.push(quote!(__n));
-                let (lets, root_expr) = self.tree_lets(g.root, &reads);
+                let lp = self.loop_plan(g);
+                let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &reads);
                 let y = format_ident!("__y{}", g.root.0);
                 body.extend(quote! {
                     {
@@ -1061,44 +1060,31 @@ impl<'a> Emitter<'a> {
         scalar_op(self.graph, id, &args)
     }
 
-    /// Leaf parameters of a fused loop: (params, call args, per-row bindings, element reads).
-    fn leaves(
-        &self,
-        root: NodeId,
-        out_shape: &[Dim],
-        split: usize,
-        skip: Option<NodeId>,
-        flat: bool,
-    ) -> LoopLeaves {
-        let mut leaves = tree_leaves(self.graph, root, &self.plan.materialised);
+    /// Leaf parameters of a planned loop: (params, call args, per-row bindings, element reads);
+    /// `skip` is a leaf read some other way (from the output it is written over).
+    fn leaves(&self, lp: &LoopPlan, skip: Option<NodeId>) -> LoopLeaves {
+        let mut leaves = lp.leaves.clone();
         if let Some(s) = skip {
-            leaves.retain(|&l| l != s);
+            leaves.retain(|&(l, _)| l != s);
         }
-        self.leaves_of(&leaves, out_shape, split, flat)
+        self.leaves_of(&leaves, &lp.shape, lp.split, lp.flat)
     }
 
     /// Loop parameters and reads for the given leaves (see [`Emitter::leaves`]).
     fn leaves_of(
         &self,
-        leaves: &[NodeId],
+        leaves: &[(NodeId, LeafClass)],
         out_shape: &[Dim],
         split: usize,
         flat: bool,
     ) -> LoopLeaves {
-        let leaves = leaves.to_vec();
         let mut ll = LoopLeaves::default();
         let out_dims = shape_expr(out_shape);
-        for (k, &l) in leaves.iter().enumerate() {
+        for (k, &(l, class)) in leaves.iter().enumerate() {
             let ln = self.node(l);
             let et = elem_ty(ln.dtype);
             let p = format_ident!("__l{}", k);
             let b = format_ident!("__b{}", k);
-            let is_scalar = ln.shape.is_empty() || self.store.get(&l) == Some(&Store::Scalar);
-            let class = if is_scalar {
-                LeafClass::Scalar
-            } else {
-                classify(&ln.shape, out_shape, split).unwrap_or(LeafClass::Full)
-            };
             if class == LeafClass::Scalar {
                 let val = if ln.shape.is_empty() {
                     self.scalar_value(l)
@@ -1162,14 +1148,13 @@ impl<'a> Emitter<'a> {
     /// `let` statements computing the fused tree rooted at `root` for element `__j`; returns them and the root's expression.
     fn tree_lets(
         &self,
+        ops: &[NodeId],
         root: NodeId,
         reads: &HashMap<NodeId, TokenStream>,
     ) -> (TokenStream, TokenStream) {
-        let mut order = Vec::new();
-        crate::fuse::collect_tree(self.graph, root, &self.plan.materialised, &mut order);
         let mut lets = TokenStream::new();
         let mut exprs: HashMap<NodeId, TokenStream> = reads.clone();
-        for &id in &order {
+        for &id in ops {
             if let Some(e) = reads.get(&id) {
                 exprs.insert(id, e.clone());
                 continue;
@@ -1220,19 +1205,15 @@ impl<'a> Emitter<'a> {
         let root = g.root;
         let n = self.node(root).clone();
         let et = elem_ty(n.dtype);
-        let rank = n.shape.len();
-        let leaves = tree_leaves(self.graph, root, &self.plan.materialised);
-        let flat = leaves.iter().all(|&l| {
-            let ln = self.node(l);
-            ln.shape.is_empty() || ln.shape == n.shape || self.store.get(&l) == Some(&Store::Scalar)
-        });
+        let lp = self.loop_plan(g);
+        let flat = lp.flat;
         // Written in place over a dead input: that input is read from the output itself.
         let in_place = self.sched.in_place[root.0].filter(|&l| {
             self.store.get(&l) == Some(&Store::Owned)
                 && !self.moved.contains(&l)
                 && self.may_move(l)
         });
-        let mut ll = self.leaves(root, &n.shape, rank - 1, in_place, flat);
+        let mut ll = self.leaves(&lp, in_place);
         if let Some(l) = in_place {
             let read = if flat {
                 quote!(__out[__j])
@@ -1241,7 +1222,7 @@ impl<'a> Emitter<'a> {
             };
             ll.reads.insert(l, read);
         }
-        let (lets, root_expr) = self.tree_lets(root, &ll.reads);
+        let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &ll.reads);
         let kname = self.kernel_name(g);
         // A result not written over a dead input is made by the call that runs the kernel
         // (`ExecCtx::take_written` for a slot, `compiled::fresh_by_blocks` otherwise), so a
@@ -1299,7 +1280,7 @@ impl<'a> Emitter<'a> {
                 #run
             }
         } else {
-            let row = super::dim_expr(&n.shape[rank - 1]);
+            let row = super::dim_expr(&lp.shape[lp.split]);
             let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
             let run = if fresh {
                 let made = make(
@@ -1334,16 +1315,19 @@ impl<'a> Emitter<'a> {
         let an = self.node(anchor).clone();
         let root = self.node(g.root).clone();
         let et = elem_ty(root.dtype);
-        let rank = root.shape.len();
         let (a, b) = (an.inputs[0], an.inputs[1]);
         let (sa, sb) = (self.slice(a), self.slice(b));
         let (shape_a, shape_b) = (self.node(a).shape.clone(), self.node(b).shape.clone());
         let kname = self.kernel_name(g);
         let mut pre = TokenStream::new();
         let epilogue = if g.anchor.is_some() {
-            let mut ll = self.leaves(g.root, &root.shape, rank - 1, Some(anchor), false);
-            ll.reads.insert(anchor, quote!(__orow[__j]));
-            let (lets, root_expr) = self.tree_lets(g.root, &ll.reads);
+            let lp = self.loop_plan(g);
+            let mut ll = self.leaves(&lp, None);
+            // The kernel's output block, read in place.
+            if let Some(a) = lp.reads_output {
+                ll.reads.insert(a, quote!(__orow[__j]));
+            }
+            let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &ll.reads);
             let LoopLeaves {
                 params,
                 args,
@@ -1352,7 +1336,7 @@ impl<'a> Emitter<'a> {
                 ..
             } = ll;
             pre.extend(p);
-            let row = super::dim_expr(&root.shape[rank - 1]);
+            let row = super::dim_expr(&lp.shape[lp.split]);
             let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
             pre.extend(quote! {
                 #kernel
@@ -1456,8 +1440,7 @@ impl<'a> Emitter<'a> {
             Op::Reduce { kind, .. } => *kind,
             _ => unreachable!("reduce group"),
         };
-        let fusable = crate::fuse::reduction_can_fuse(self.graph, g.root) && !in_shape.is_empty();
-        if !fusable {
+        let Some(lp) = self.plan.loops[g.id].clone() else {
             // General axes: the runtime's strided reduction over the materialised input.
             let x = if in_shape.is_empty() {
                 let e = self.scalar_value(input);
@@ -1494,47 +1477,11 @@ impl<'a> Emitter<'a> {
                 #alloc
                 ::grafo::__private::reduce::reduce_into(#x, &#shape, &[#(#axes),*], ::grafo::__private::reduce::ReduceKind::#kind_t, &mut #vid[..]);
             };
-        }
-        let split = reduction_split(self.graph, g.root);
-        let all_axes = split == 0;
-        // The value reduced per element: the producer expression (squared for norm).
-        let producer = g.producer.unwrap_or(input);
-        let flat = all_axes && {
-            let leaves = if g.producer.is_some() {
-                tree_leaves(self.graph, producer, &self.plan.materialised)
-            } else {
-                vec![input]
-            };
-            leaves.iter().all(|&l| {
-                self.node(l).shape.is_empty()
-                    || self.node(l).shape == in_shape
-                    || self.store.get(&l) == Some(&Store::Scalar)
-            })
         };
-        let loop_split = if all_axes && !flat {
-            in_shape.len() - 1
-        } else {
-            split
-        };
-        let mut ll = if g.producer.is_some() {
-            self.leaves(producer, &in_shape, loop_split, None, flat)
-        } else {
-            // The input itself is the only leaf.
-            let mut ll = LoopLeaves::default();
-            let s = self.slice(input);
-            ll.params.push(quote!(__l0: &[#et]));
-            ll.args.push(s);
-            if flat {
-                ll.row_bind
-                    .push(quote!(let __l0 = &__l0[__first..__first + __n];));
-            } else {
-                ll.row_bind
-                    .push(quote!(let __l0 = &__l0[__r * __n..__r * __n + __n];));
-            }
-            ll.reads.insert(input, quote!(__l0[__j]));
-            ll.slices.push(format_ident!("__l0"));
-            ll
-        };
+        let all_axes = lp.kind == LoopKind::WholeReduction;
+        let flat = lp.flat;
+        // Without a fused producer the plan's only leaf is the input itself, read in full.
+        let mut ll = self.leaves(&lp, None);
         let rc = self.reduction_code(g, &ll.reads, &ll.slices);
         let (accumulate, acc_t, init, combine_partials_all) =
             (rc.accumulate, rc.acc_t, rc.init, rc.combine_partials);
@@ -1608,7 +1555,7 @@ impl<'a> Emitter<'a> {
             };
         }
         // Trailing axes: one output element per row.
-        let row_len = len_expr(&in_shape[split..]);
+        let row_len = len_expr(&in_shape[lp.split..]);
         let fin = finish(quote!(__total), quote!(__n));
         let alloc = self.alloc(g.root);
         let vid = v(g.root);
@@ -1642,7 +1589,6 @@ impl<'a> Emitter<'a> {
         slices: &[Ident],
     ) -> ReductionCode {
         let rnode = self.node(g.root).clone();
-        let input = rnode.inputs[0];
         let dt = rnode.dtype;
         let et = elem_ty(dt);
         let (kind, is_norm) = match &rnode.op {
@@ -1702,12 +1648,9 @@ impl<'a> Emitter<'a> {
                 _ => total,
             }
         };
-        let producer = g.producer.unwrap_or(input);
-        let (lets, val) = if g.producer.is_some() {
-            self.tree_lets(producer, reads)
-        } else {
-            (TokenStream::new(), reads[&input].clone())
-        };
+        // The value reduced per element: the planned producer expression, or the input read as it is.
+        let lp = self.loop_plan(g);
+        let (lets, val) = self.tree_lets(&lp.ops, lp.element, reads);
         // The type of the lanes: the element type, but f64 for an f32 norm (its squares
         // would overflow f32 above 1.8e19).
         let lane_t = acc_t.clone();
