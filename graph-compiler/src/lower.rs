@@ -111,11 +111,10 @@ pub fn lower(
     for (i, p) in params.iter().enumerate() {
         match p {
             Param::Tensor(t) => {
-                for d in &t.shape {
-                    if let Dim::Sym(s) = d {
-                        if !lw.symbols.contains(s) {
-                            lw.symbols.push(s.clone());
-                        }
+                // The symbols of plain dims and of product dims (`{B * 4}`) alike.
+                for s in t.shape.iter().flat_map(|d| d.monomial().syms) {
+                    if !lw.symbols.contains(&s) {
+                        lw.symbols.push(s);
                     }
                 }
                 let id = lw.push(

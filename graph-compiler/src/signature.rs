@@ -107,6 +107,18 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
             }
         }
     }
+    let dim_spans: Vec<(String, Vec<proc_macro2::Span>)> = sig
+        .inputs
+        .iter()
+        .filter_map(|arg| match arg {
+            FnArg::Typed(pt) => match &*pt.pat {
+                Pat::Ident(pi) => Some((pi.ident.to_string(), dim_spans(&pt.ty))),
+                _ => None,
+            },
+            FnArg::Receiver(_) => None,
+        })
+        .collect();
+    check_product_params(&params, &dim_spans, diag);
     let (outputs, results) = match &sig.output {
         ReturnType::Default => {
             diag.error(
@@ -249,13 +261,98 @@ pub fn parse_tensor_type(ty: &Type, diag: &mut Diagnostics, what: &str) -> Optio
                 let found = quote::ToTokens::to_token_stream(arg).to_string();
                 diag.error(
                     syn::spanned::Spanned::span(&arg),
-                    format!("a `Tensor` dim is a non-negative integer literal (`784`) or a symbol (`B`); found `{found}`"),
+                    format!("a `Tensor` dim is a non-negative integer literal (`784`), a symbol (`B`) or a product of them in braces (`{{B * 4}}`); found `{found}`"),
                 );
                 ok = false;
             }
         }
     }
     ok.then_some((dtype, shape))
+}
+
+/// A dim written as an expression in braces: a literal, a symbol, or a product of them
+/// (`{B * 4}`, `{B * H * 64}`), normalised as the shape system holds it (`B*4`).
+fn dim_of_expr(e: &syn::Expr) -> Option<Dim> {
+    match e {
+        syn::Expr::Lit(l) => match &l.lit {
+            syn::Lit::Int(i) if i.suffix().is_empty() || i.suffix() == "usize" => {
+                i.base10_parse::<u64>().ok().map(Dim::Const)
+            }
+            _ => None,
+        },
+        syn::Expr::Path(p) if p.qself.is_none() => {
+            p.path.get_ident().map(|i| Dim::Sym(i.to_string()))
+        }
+        syn::Expr::Binary(b) if matches!(b.op, syn::BinOp::Mul(_)) => {
+            dim_of_expr(&b.left)?.times(&dim_of_expr(&b.right)?)
+        }
+        syn::Expr::Paren(p) => dim_of_expr(&p.expr),
+        syn::Expr::Group(g) => dim_of_expr(&g.expr),
+        _ => None,
+    }
+}
+
+/// Checks that every product dim of the parameters can be bound at the call: each of its
+/// symbols is a plain dim of some parameter, except at most one, which appears once and which
+/// the axis's size then binds (`{B * 4}` of a size 12 makes `B` 3). Dims are bound in the
+/// order the parameters list them, as `emit::entry_checks` does.
+fn check_product_params(
+    params: &[Param],
+    dim_spans: &[(String, Vec<proc_macro2::Span>)],
+    diag: &mut Diagnostics,
+) {
+    let mut bound: Vec<String> = Vec::new();
+    for p in params {
+        if let Param::Tensor(t) = p {
+            for d in &t.shape {
+                if let Dim::Sym(s) = d {
+                    bound.push(s.clone());
+                }
+            }
+        }
+    }
+    for p in params {
+        let Param::Tensor(t) = p else { continue };
+        for (axis, d) in t.shape.iter().enumerate() {
+            let Dim::Prod(m) = d else { continue };
+            let mut unbound: Vec<&String> = m.syms.iter().filter(|s| !bound.contains(s)).collect();
+            let count = unbound.len();
+            unbound.dedup();
+            match unbound.as_slice() {
+                [] => {}
+                [s] if count == 1 => bound.push((*s).clone()),
+                _ => {
+                    let names: Vec<String> = unbound.iter().map(|s| format!("`{s}`")).collect();
+                    // The span of the dim itself, else of the parameter's type.
+                    let span = dim_spans
+                        .iter()
+                        .find(|(n, _)| t.name == n.as_str())
+                        .and_then(|(_, spans)| spans.get(axis).copied())
+                        .unwrap_or(t.span);
+                    diag.error(
+                        span,
+                        format!(
+                            "axis {axis} of `{}` is `{m}`, but {} in no plain dim of any parameter, so its size cannot bind {}; a product may have one such symbol, once: declare the others as a dim of their own (`Tensor<f32, B, ..>`)",
+                            t.name,
+                            if names.len() == 1 { format!("{} appears more than once and", names[0]) } else { format!("{} appear", names.join(" and ")) },
+                            if names.len() == 1 { "it" } else { "them" }
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The spans of a `Tensor<DT, dims...>` type's dims, one per axis (none for another type).
+fn dim_spans(ty: &Type) -> Vec<proc_macro2::Span> {
+    let Type::Path(tp) = written_type(ty) else {
+        return Vec::new();
+    };
+    match tp.path.segments.last().map(|s| &s.arguments) {
+        Some(PathArguments::AngleBracketed(a)) => a.args.iter().skip(1).map(|g| g.span()).collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn parse_dim(arg: &GenericArgument) -> Option<Dim> {
@@ -272,6 +369,7 @@ fn parse_dim(arg: &GenericArgument) -> Option<Dim> {
                     syn::Lit::Int(i) => i.base10_parse::<u64>().ok().map(Dim::Const),
                     _ => None,
                 },
+                syn::Stmt::Expr(e, None) => dim_of_expr(e),
                 _ => None,
             }
         }

@@ -50,6 +50,75 @@ fn product_overflow(dim: &'static str, factors: &[usize]) -> Error {
     )
 }
 
+/// Checks axis `axis` of parameter `param`, declared as the product dim `dim` (`B*4`) whose
+/// symbols are all bound: its size is the product of `factors` (the symbols' sizes and the
+/// constant).
+#[inline]
+pub fn check_product_dim(
+    param: &'static str,
+    axis: usize,
+    dim: &'static str,
+    factors: &[usize],
+    shape: &[usize],
+) -> Result<(), Error> {
+    let expected = factors
+        .iter()
+        .try_fold(1usize, |acc, &f| acc.checked_mul(f));
+    if expected == Some(shape[axis]) {
+        return Ok(());
+    }
+    let message = match expected {
+        Some(e) => format!("expected size {e}, found {}", shape[axis]),
+        None => format!(
+            "its factors {factors:?} overflow usize; found {}",
+            shape[axis]
+        ),
+    };
+    Err(product_dim_error(param, axis, dim, message, shape))
+}
+
+/// Binds `symbol`, the one symbol of the product dim `dim` (`B*4`) at axis `axis` of `param`
+/// that no plain dim binds: the axis's size divided by `known` (the other factors, the
+/// constant included), which must divide it exactly.
+#[inline]
+pub fn bind_from_product(
+    param: &'static str,
+    axis: usize,
+    dim: &'static str,
+    symbol: &'static str,
+    known: &[usize],
+    shape: &[usize],
+) -> Result<usize, Error> {
+    let size = shape[axis];
+    let message = match known.iter().try_fold(1usize, |acc, &f| acc.checked_mul(f)) {
+        Some(0) => {
+            format!("its other factors are 0, so size {size} leaves `{symbol}` without a size")
+        }
+        Some(d) if size.is_multiple_of(d) => return Ok(size / d),
+        Some(d) => format!("size {size} is not a multiple of {d}, so `{symbol}` has no size"),
+        None => format!("its other factors {known:?} overflow usize"),
+    };
+    Err(product_dim_error(param, axis, dim, message, shape))
+}
+
+#[cold]
+#[inline(never)]
+fn product_dim_error(
+    param: &'static str,
+    axis: usize,
+    dim: &'static str,
+    message: String,
+    shape: &[usize],
+) -> Error {
+    Error::InputProductDim {
+        param: param.to_string(),
+        axis,
+        dim: dim.to_string(),
+        message,
+        found_shape: shape.to_vec(),
+    }
+}
+
 /// Checks a static dim of parameter `param`.
 #[inline]
 pub fn check_dim(

@@ -28,6 +28,16 @@ pub enum Error {
         found: usize,
         found_shape: Vec<usize>,
     },
+    /// An input axis declared as a product of symbols and a constant (`Tensor<f32, {B * 4}>`)
+    /// does not have that size, or its size leaves its one unbound symbol without a size.
+    #[error("`{param}` axis {axis}: declared `{dim}`, {message} (shape {found_shape:?})")]
+    InputProductDim {
+        param: String,
+        axis: usize,
+        dim: String,
+        message: String,
+        found_shape: Vec<usize>,
+    },
     /// One symbolic dim is bound to two different sizes by two inputs (or two axes).
     #[error(
         "symbol `{symbol}` is bound to {bound} by `{bound_by}` but `{param}` axis {axis} has size {found}"

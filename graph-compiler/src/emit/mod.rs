@@ -258,7 +258,8 @@ pub fn entry_checks(params: &[Param]) -> TokenStream {
                     let n = *n as usize;
                     out.extend(quote!(::grafo::__private::compiled::check_dim(#pname, #axis, #n, #shape_id)?;));
                 }
-                Dim::Prod(_) => unreachable!("a signature dim is a literal or a symbol"),
+                // Checked (or used to bind their one free symbol) below, once every plain dim is bound.
+                Dim::Prod(_) => {}
                 Dim::Sym(s) => {
                     let id = sym_ident(s);
                     match bound.iter().find(|(b, _, _)| b == s) {
@@ -271,6 +272,31 @@ pub fn entry_checks(params: &[Param]) -> TokenStream {
                             out.extend(quote!(::grafo::__private::compiled::check_symbol(#s, #id, #by, #pname, #axis, #shape_id)?;));
                         }
                     }
+                }
+            }
+        }
+    }
+    // Product dims (`{B * 4}`): checked against their factors, or binding their one symbol
+    // that no plain dim binds (the signature checked there is at most one).
+    let mut bound: Vec<String> = bound.into_iter().map(|(s, _, _)| s).collect();
+    for p in params {
+        let Param::Tensor(t) = p else { continue };
+        let pname = t.name.to_string();
+        let shape_id = format_ident!("__shape_{}", t.name);
+        for (axis, d) in t.shape.iter().enumerate() {
+            let Dim::Prod(m) = d else { continue };
+            let text = m.to_string();
+            let coef = m.coef as usize;
+            match m.syms.iter().find(|s| !bound.contains(s)).cloned() {
+                None => {
+                    let syms = m.syms.iter().map(|s| sym_ident(s));
+                    out.extend(quote!(::grafo::__private::compiled::check_product_dim(#pname, #axis, #text, &[#(#syms,)* #coef], #shape_id)?;));
+                }
+                Some(free) => {
+                    let id = sym_ident(&free);
+                    let known = m.syms.iter().filter(|s| **s != free).map(|s| sym_ident(s));
+                    out.extend(quote!(let #id: usize = ::grafo::__private::compiled::bind_from_product(#pname, #axis, #text, #free, &[#(#known,)* #coef], #shape_id)?;));
+                    bound.push(free);
                 }
             }
         }

@@ -186,8 +186,56 @@ fn bind_shape(
                     subst.insert(s.clone(), f.clone());
                 }
             },
+            // Product dims (`{R * 4}`) are matched once the plain symbols are bound.
+            Dim::Prod(_) => {}
             _ if d == f => {}
             _ => return Err(format!("axis {axis}: {d} != {f}")),
+        }
+    }
+    Ok(())
+}
+
+/// Matches one argument's product dims (`{R * 4}`) once every argument's plain dims are bound:
+/// checks a product whose symbols are all bound, or binds its one free symbol (the argument's
+/// dim divided by the rest, as `B*4` divided by 4 is `B`).
+fn bind_products(
+    declared: &[Dim],
+    found: &[Dim],
+    subst: &mut HashMap<String, Dim>,
+) -> Result<(), String> {
+    for (axis, (d, f)) in declared.iter().zip(found).enumerate() {
+        let Dim::Prod(m) = d else { continue };
+        // The bound part of the product in the caller's terms, and its one free symbol.
+        let mut known = Dim::Const(m.coef);
+        let mut free = None;
+        for s in &m.syms {
+            match subst.get(s) {
+                Some(b) => known = known.times(b).unwrap_or(Dim::Const(u64::MAX)),
+                None if free.is_none() => free = Some(s.clone()),
+                None => {
+                    return Err(format!(
+                        "axis {axis} is `{d}`, whose symbols are not bound by a plain dim of any argument"
+                    ))
+                }
+            }
+        }
+        match free {
+            None if &known == f => {}
+            None => {
+                return Err(format!(
+                    "axis {axis} is `{d}` = {known}, but here it is {f}"
+                ))
+            }
+            Some(s) => match f.monomial().divide(&known.monomial()) {
+                Some(q) => {
+                    subst.insert(s, Dim::from_monomial(q));
+                }
+                None => {
+                    return Err(format!(
+                        "axis {axis} is `{d}`, but {f} is not {known} times a dim"
+                    ))
+                }
+            },
         }
     }
     Ok(())
@@ -225,6 +273,9 @@ impl<'a> Lowerer<'a> {
         }
         let mut subst: HashMap<String, Dim> = HashMap::new();
         let mut bindings: Vec<(String, Value)> = Vec::new();
+        // The tensor arguments whose product dims are matched after the loop, once every
+        // plain dim of every argument is bound.
+        let mut deferred = Vec::new();
         let mut ok = true;
         for (p, arg) in params.iter().zip(&c.args) {
             let arg_span = arg.span();
@@ -252,6 +303,7 @@ impl<'a> Lowerer<'a> {
                         ok = false;
                         continue;
                     }
+                    deferred.push((t, n.shape.clone(), arg_span, declared, found));
                     bindings.push((t.name.to_string(), Value::Tensor(id)));
                 }
                 Param::Host(h) => match self.host_expr(arg) {
@@ -273,6 +325,15 @@ impl<'a> Lowerer<'a> {
                 },
             }
         }
+        for (t, shape, arg_span, declared, found) in deferred {
+            if let Err(why) = bind_products(&t.shape, &shape, &mut subst) {
+                self.diag.error(
+                    arg_span,
+                    format!("parameter `{}` of `{name}` is declared {declared} but the argument is {found} ({why})", t.name),
+                );
+                ok = false;
+            }
+        }
         if !ok {
             return Value::Tensor(self.poisoned(span));
         }
@@ -288,10 +349,7 @@ impl<'a> Lowerer<'a> {
                 Param::Host(_) => None,
             })
             .flatten()
-            .filter_map(|d| match d {
-                Dim::Sym(s) => Some(s.clone()),
-                _ => None,
-            })
+            .flat_map(|d| d.monomial().syms)
             .collect();
 
         // Lower the callee's body in its own environment.
