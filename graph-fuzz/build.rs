@@ -1,6 +1,7 @@
 //! Writes the generated `#[graph]` programs into `OUT_DIR`: `random.rs` (random graphs from a
-//! fixed seed, each with a twin that disables every pass, and one test per graph) and
-//! `deep.rs` (deeply nested programs).
+//! fixed seed, each with a twin that disables every pass, and one test per graph),
+//! `deep_nesting.rs` (a call nested 10,000 deep) and `long_programs.rs` (a 5,000-op chain,
+//! as one expression and as one `let` per op).
 
 use std::fmt::Write as _;
 
@@ -8,12 +9,13 @@ use std::fmt::Write as _;
 const DEFAULT_GRAPHS: usize = 24;
 /// The seed used when `GRAFO_FUZZ_SEED` is not set.
 const DEFAULT_SEED: u64 = 0x5eed_0011;
-/// Nesting depth of `deep_nesting` and op count of the chains: what builds today in a debug
-/// build. The macro itself expands 10,000-deep nesting (on its own stack, in linear time);
-/// a debug build of a 1,500-op chain still crashes rustc in LLVM's debug info (one lexical
-/// scope per generated `let`, nested), and 10,000-deep nesting crashes rustc too.
-const DEEP_NESTING: usize = 1_000;
-const CHAIN_OPS: usize = 400;
+/// Nesting depth of `deep_nesting` and op count of the chains (issue 11, item 8), unless
+/// `GRAFO_FUZZ_DEEP_NESTING` / `GRAFO_FUZZ_CHAIN_OPS` say otherwise. Measured on a 2-core Xeon
+/// (2026-12-01): the debug build of both test binaries, with every dependency, from an empty
+/// `target/` took 3 min 27 s; in release the 10,000-deep program took 4–7 min and the 5,000-op
+/// chains more than 7 min (up to 2 GB of rustc memory), so CI runs them in debug only.
+const DEEP_NESTING: usize = 10_000;
+const CHAIN_OPS: usize = 5_000;
 
 /// SplitMix64: a small, well-mixed deterministic generator.
 struct Rng(u64);
@@ -326,8 +328,9 @@ fn chain_step(i: usize) -> (&'static str, &'static str) {
 }
 
 /// One expression of `ops` binary ops with literals, `x + 0.5 - 0.25 + ...` (left-nested
-/// without parentheses: rustc's own parser recurses once per parenthesis, and overflows its
-/// stack before the macro runs at about 5,000 of them).
+/// without parentheses: rustc's own parser recurses once per parenthesis, and rustc 1.95
+/// overflows its stack on a plain `fn` with 2,000 nested parentheses, macro or not — it passes
+/// at 1,000, and with `RUST_MIN_STACK=256MiB` at 5,000).
 fn long_chain(ops: usize) -> String {
     let mut e = String::with_capacity(ops * 12);
     e.push('x');
@@ -355,6 +358,16 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=GRAFO_FUZZ_GRAPHS");
     println!("cargo:rerun-if-env-changed=GRAFO_FUZZ_SEED");
+    println!("cargo:rerun-if-env-changed=GRAFO_FUZZ_DEEP_NESTING");
+    println!("cargo:rerun-if-env-changed=GRAFO_FUZZ_CHAIN_OPS");
+    let knob = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let deep_nesting_depth = knob("GRAFO_FUZZ_DEEP_NESTING", DEEP_NESTING);
+    let chain_ops = knob("GRAFO_FUZZ_CHAIN_OPS", CHAIN_OPS);
     let graphs = std::env::var("GRAFO_FUZZ_GRAPHS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -375,16 +388,16 @@ fn main() {
         (
             "deep_nesting.rs",
             format!(
-                "pub const DEEP_NESTING: usize = {DEEP_NESTING};\n{}",
-                deep_nesting(DEEP_NESTING)
+                "pub const DEEP_NESTING: usize = {deep_nesting_depth};\n{}",
+                deep_nesting(deep_nesting_depth)
             ),
         ),
         (
             "long_programs.rs",
             format!(
-                "pub const CHAIN_OPS: usize = {CHAIN_OPS};\n{}\n{}",
-                long_chain(CHAIN_OPS),
-                long_lets(CHAIN_OPS)
+                "pub const CHAIN_OPS: usize = {chain_ops};\n{}\n{}",
+                long_chain(chain_ops),
+                long_lets(chain_ops)
             ),
         ),
     ] {

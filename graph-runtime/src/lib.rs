@@ -11,6 +11,7 @@ pub mod compiled;
 pub mod conv;
 pub mod conv_general;
 pub mod cpu;
+pub mod describe;
 pub mod dot;
 pub mod dtype;
 pub mod eager;

@@ -11,6 +11,7 @@ fn dtype_tokens(dt: DType) -> TokenStream {
     quote!(::grafo::DType::#v)
 }
 
+/// A shape as owned `Dim`s (the inputs' shapes).
 fn dims_tokens(shape: &[Dim]) -> TokenStream {
     let ds = shape.iter().map(|d| match d {
         Dim::Const(n) => {
@@ -26,6 +27,22 @@ fn dims_tokens(shape: &[Dim]) -> TokenStream {
     quote!(::std::vec![#(#ds),*])
 }
 
+/// A shape as static `DimRow`s (the tables' shapes).
+fn dim_rows(shape: &[Dim]) -> TokenStream {
+    let ds = shape.iter().map(|d| match d {
+        Dim::Const(n) => {
+            let n = *n as usize;
+            quote!(::grafo::__private::describe::DimRow::Static(#n))
+        }
+        Dim::Sym(s) => quote!(::grafo::__private::describe::DimRow::Symbol(#s)),
+        Dim::Prod(m) => {
+            let text = m.to_string();
+            quote!(::grafo::__private::describe::DimRow::Expr(#text))
+        }
+    });
+    quote!(&[#(#ds),*])
+}
+
 fn region_tokens(r: Region, cond_index: &[Option<usize>]) -> TokenStream {
     match r {
         Region::Main => quote!(::grafo::Region::Main),
@@ -36,7 +53,9 @@ fn region_tokens(r: Region, cond_index: &[Option<usize>]) -> TokenStream {
     }
 }
 
-/// The body of `graph()`, building the `GraphDef`.
+/// The body of `graph()`, building the `GraphDef` from static tables of rows (one per node,
+/// cond, group and buffer: data of any length, where one constructor expression per node
+/// made a function that a 5,000-op program's release build spent gigabytes on).
 pub fn body(
     name: &str,
     graph: &Graph,
@@ -84,7 +103,7 @@ pub fn body(
         let op = n.op.name();
         let inputs: Vec<usize> = n.inputs.iter().filter_map(|x| index[x.0]).collect();
         let dt = dtype_tokens(n.dtype);
-        let shape = dims_tokens(&n.shape);
+        let shape = dim_rows(&n.shape);
         let line = n.line;
         let attrs: Vec<(String, String)> = match &n.op {
             Op::Const { value, .. } => vec![("value".into(), value.to_string())],
@@ -143,23 +162,21 @@ pub fn body(
             ],
             _ => vec![],
         };
-        let attrs = attrs.iter().map(
-            |(k, v)| quote!((::std::string::String::from(#k), ::std::string::String::from(#v))),
-        );
+        let attrs = attrs.iter().map(|(k, v)| quote!((#k, #v)));
         let region = region_tokens(n.region, &cond_index);
         let group = match plan.group_of[i] {
             Some(g) => quote!(::std::option::Option::Some(#g)),
             None => quote!(::std::option::Option::None),
         };
-        nodes.push(quote!(::grafo::NodeDef {
-            id: #id,
-            name: ::std::string::String::from(#nm),
-            op: ::std::string::String::from(#op),
-            inputs: ::std::vec![#(#inputs),*],
+        debug_assert_eq!(id, nodes.len(), "a node's id is its row");
+        nodes.push(quote!(::grafo::__private::describe::NodeRow {
+            name: #nm,
+            op: #op,
+            inputs: &[#(#inputs),*],
             dtype: #dt,
             shape: #shape,
             line: #line,
-            attrs: ::std::vec![#(#attrs),*],
+            attrs: &[#(#attrs),*],
             region: #region,
             group: #group,
         }));
@@ -180,14 +197,15 @@ pub fn body(
                     index[t.0].unwrap_or(usize::MAX),
                     index[e.0].unwrap_or(usize::MAX),
                 );
-                quote!((::std::string::String::from(#nm), #t, #e))
+                quote!((#nm, #t, #e))
             });
         let node = c
             .results
             .first()
             .and_then(|r| index[r.0])
             .unwrap_or(usize::MAX);
-        conds.push(quote!(::grafo::CondDef { id: #k, predicate: #pred, outputs: ::std::vec![#(#outs),*], node: #node }));
+        debug_assert_eq!(k, conds.len(), "a cond's id is its row");
+        conds.push(quote!(::grafo::__private::describe::CondRow { predicate: #pred, outputs: &[#(#outs),*], node: #node }));
     }
     let mut groups = Vec::new();
     for g in &plan.groups {
@@ -201,17 +219,17 @@ pub fn body(
         };
         let region = region_tokens(g.region, &cond_index);
         let in_place = sched.in_place[g.root.0].is_some();
-        groups.push(quote!(::grafo::GroupDef {
+        groups.push(quote!(::grafo::__private::describe::GroupRow {
             id: #id,
-            kind: ::std::string::String::from(#kind),
-            nodes: ::std::vec![#(#gnodes),*],
+            kind: #kind,
+            nodes: &[#(#gnodes),*],
             output: #output,
             buffer: #buffer,
             in_place: #in_place,
             region: #region,
         }));
     }
-    let schedule: Vec<usize> = (0..plan.groups.len()).collect();
+    let schedule = plan.groups.len();
     let mut buffers = Vec::new();
     for (s, (dt, values)) in sched.slots.iter().enumerate() {
         let dtt = dtype_tokens(*dt);
@@ -225,7 +243,8 @@ pub fn body(
             format!("max({})", sizes.join(", "))
         };
         let vals: Vec<usize> = values.iter().filter_map(|x| index[x.0]).collect();
-        buffers.push(quote!(::grafo::BufferDef { id: #s, dtype: #dtt, size: ::std::string::String::from(#size), values: ::std::vec![#(#vals),*] }));
+        debug_assert_eq!(s, buffers.len(), "a buffer's id is its row");
+        buffers.push(quote!(::grafo::__private::describe::BufferRow { dtype: #dtt, size: #size, values: &[#(#vals),*] }));
     }
     let mut inputs = Vec::new();
     for (i, p) in params.iter().enumerate() {
@@ -253,15 +272,20 @@ pub fn body(
     }
     let outputs: Vec<usize> = graph.outputs.iter().filter_map(|o| index[o.0]).collect();
     quote! {
+        static __GRAFO_NODES: &[::grafo::__private::describe::NodeRow] = &[#(#nodes),*];
+        static __GRAFO_CONDS: &[::grafo::__private::describe::CondRow] = &[#(#conds),*];
+        static __GRAFO_GROUPS: &[::grafo::__private::describe::GroupRow] = &[#(#groups),*];
+        static __GRAFO_BUFFERS: &[::grafo::__private::describe::BufferRow] = &[#(#buffers),*];
+        static __GRAFO_OUTPUTS: &[usize] = &[#(#outputs),*];
         ::grafo::GraphDef {
             name: ::std::string::String::from(#name),
             inputs: ::std::vec![#(#inputs),*],
-            nodes: ::std::vec![#(#nodes),*],
-            conds: ::std::vec![#(#conds),*],
-            groups: ::std::vec![#(#groups),*],
-            schedule: ::std::vec![#(#schedule),*],
-            buffers: ::std::vec![#(#buffers),*],
-            outputs: ::std::vec![#(#outputs),*],
+            nodes: ::grafo::__private::describe::nodes(__GRAFO_NODES),
+            conds: ::grafo::__private::describe::conds(__GRAFO_CONDS),
+            groups: ::grafo::__private::describe::groups(__GRAFO_GROUPS),
+            schedule: (0..#schedule).collect(),
+            buffers: ::grafo::__private::describe::buffers(__GRAFO_BUFFERS),
+            outputs: __GRAFO_OUTPUTS.to_vec(),
             passes: ::std::vec![#(::std::string::String::from(#passes)),*],
         }
     }

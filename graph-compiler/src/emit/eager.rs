@@ -4,7 +4,8 @@ use super::{elem_ty, shape_expr};
 use crate::emit::compiled::literal;
 use crate::emit::{format_ident, quote};
 use crate::ir::*;
-use proc_macro2::{Ident, TokenStream};
+use proc_macro2::{Ident, TokenStream, TokenTree};
+use std::collections::HashSet;
 
 mod selection;
 
@@ -12,9 +13,17 @@ fn e(id: NodeId) -> Ident {
     format_ident!("e{}", id.0)
 }
 
+/// The most statements of a region emitted in one function body: a longer region is split
+/// into closures of this many, each called once and returning the values later statements
+/// read. Every value of the body is a local of the frame it is computed in, so one function
+/// for a 5,000-op program has a frame of megabytes (more than a thread's 2 MiB in a debug
+/// build) and keeps every intermediate array alive to its end; a chunk's frame and its
+/// arrays are gone when it returns.
+const CHUNK_STATEMENTS: usize = 128;
+
 /// The statements of the eager body; the results are bound to `__results`.
 pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
-    let mut out = region(graph, params, Region::Main);
+    let mut out = region(graph, params, Region::Main, &graph.outputs);
     let mut results = Vec::new();
     for (k, &o) in graph.outputs.iter().enumerate() {
         let rank = graph.node(o).shape.len();
@@ -33,8 +42,16 @@ pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
     out
 }
 
-fn region(graph: &Graph, params: &[Param], r: Region) -> TokenStream {
-    let mut out = TokenStream::new();
+/// One statement of a region: its code and the values it binds.
+struct Statement {
+    code: TokenStream,
+    binds: Vec<NodeId>,
+}
+
+/// The code of region `r`; `live_after` are the values read after it (the function's
+/// outputs, or an arm's).
+fn region(graph: &Graph, params: &[Param], r: Region, live_after: &[NodeId]) -> TokenStream {
+    let mut out: Vec<Statement> = Vec::new();
     let mut done_conds = Vec::new();
     // Conds without results (they only check) have no `CondOut` node to start them.
     let mut checks_only: Vec<(usize, CondId)> = (0..graph.conds.len())
@@ -49,7 +66,7 @@ fn region(graph: &Graph, params: &[Param], r: Region) -> TokenStream {
     let mut checks_only = checks_only.into_iter().peekable();
     for (i, n) in graph.nodes.iter().enumerate() {
         while let Some((_, c)) = checks_only.next_if(|&(at, _)| at <= i) {
-            out.extend(cond_code(graph, params, c));
+            out.push(cond_statement(graph, params, c));
         }
         if n.region != r || n.poisoned {
             continue;
@@ -58,16 +75,83 @@ fn region(graph: &Graph, params: &[Param], r: Region) -> TokenStream {
         if let Op::CondOut { cond, .. } = n.op {
             if !done_conds.contains(&cond) {
                 done_conds.push(cond);
-                out.extend(cond_code(graph, params, cond));
+                out.push(cond_statement(graph, params, cond));
             }
             continue;
         }
-        out.extend(node_code(graph, params, id));
+        let binds = match n.op {
+            Op::Assert { .. } => Vec::new(),
+            _ => vec![id],
+        };
+        out.push(Statement {
+            code: node_code(graph, params, id),
+            binds,
+        });
     }
     for (_, c) in checks_only {
-        out.extend(cond_code(graph, params, c));
+        out.push(cond_statement(graph, params, c));
     }
-    out
+    chunked(out, live_after)
+}
+
+fn cond_statement(graph: &Graph, params: &[Param], c: CondId) -> Statement {
+    Statement {
+        code: cond_code(graph, params, c),
+        binds: graph.conds[c.0].results.clone(),
+    }
+}
+
+/// The statements in order, in closures of [`CHUNK_STATEMENTS`] when there are more: each
+/// `let (e5, e9,) = (|| -> Result<_, Error> { ..; Ok((e5, e9,)) })()?;` returns the values
+/// it binds that a later statement or `live_after` reads, and borrows what it reads from
+/// the chunks before it.
+fn chunked(statements: Vec<Statement>, live_after: &[NodeId]) -> TokenStream {
+    if statements.len() <= CHUNK_STATEMENTS {
+        return statements.into_iter().map(|s| s.code).collect();
+    }
+    let mut chunks: Vec<Vec<Statement>> = Vec::new();
+    let mut rest = statements.into_iter().peekable();
+    while rest.peek().is_some() {
+        chunks.push(rest.by_ref().take(CHUNK_STATEMENTS).collect());
+    }
+    // From the last chunk back: what the statements after each chunk read.
+    let mut read_later: HashSet<usize> = live_after.iter().map(|v| v.0).collect();
+    let mut emitted: Vec<TokenStream> = Vec::with_capacity(chunks.len());
+    for chunk in chunks.into_iter().rev() {
+        let returned: Vec<Ident> = chunk
+            .iter()
+            .flat_map(|s| &s.binds)
+            .filter(|v| read_later.contains(&v.0))
+            .map(|&v| e(v))
+            .collect();
+        let codes: Vec<&TokenStream> = chunk.iter().map(|s| &s.code).collect();
+        emitted.push(quote! {
+            let (#(#returned,)*) = (|| -> ::std::result::Result<_, ::grafo::Error> {
+                #(#codes)*
+                ::std::result::Result::Ok((#(#returned,)*))
+            })()?;
+        });
+        for s in &chunk {
+            read_values(&s.code, &mut read_later);
+        }
+    }
+    emitted.into_iter().rev().collect()
+}
+
+/// Adds to `out` the value of every `eN` the code names (inner groups too).
+fn read_values(code: &TokenStream, out: &mut HashSet<usize>) {
+    for tt in code.clone() {
+        match tt {
+            TokenTree::Ident(i) => {
+                let name = i.to_string();
+                if let Some(n) = name.strip_prefix('e').and_then(|d| d.parse().ok()) {
+                    out.insert(n);
+                }
+            }
+            TokenTree::Group(g) => read_values(&g.stream(), out),
+            TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+        }
+    }
 }
 
 fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
@@ -283,8 +367,8 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
             .collect()
     };
     let (then_r, else_r) = Region::arms(cid);
-    let then_body = region(graph, params, then_r);
-    let else_body = region(graph, params, else_r);
+    let then_body = region(graph, params, then_r, &c.then_outputs);
+    let else_body = region(graph, params, else_r, &c.else_outputs);
     let then_vals = vals(&c.then_outputs, then_r);
     let else_vals = vals(&c.else_outputs, else_r);
     let names: Vec<Ident> = c.results.iter().map(|&r| e(r)).collect();

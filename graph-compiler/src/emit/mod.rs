@@ -24,6 +24,7 @@ pub(crate) use mixed_quote as quote;
 pub mod compiled;
 pub mod describe;
 pub mod eager;
+pub mod flat;
 
 use crate::ir::{DType, Dim, Graph, Monomial, Op, Param, Shape};
 use crate::signature::ResultTree;
