@@ -228,20 +228,12 @@ impl<'a> ExecCtx<'a> {
         len: usize,
         op: &'static str,
     ) -> Result<Vec<T>, Error> {
-        if slot >= self.arena.slots.len() {
-            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
+        if let Some(v) = self.reusable(slot, len) {
+            return Ok(v);
         }
-        let held = std::mem::take(&mut self.arena.slots[slot]);
-        let mut v = T::unwrap(held).unwrap_or_default();
-        if v.capacity() < len {
-            // The old buffer goes first, so that the peak is one buffer, not two.
-            drop(v);
-            let fresh = buffer::zeroed(op, len)?;
-            crate::pages::advise_huge(&fresh);
-            return Ok(fresh);
-        }
-        v.resize(len, T::default());
-        Ok(v)
+        let fresh = buffer::zeroed(op, len)?;
+        crate::pages::advise_huge(&fresh);
+        Ok(fresh)
     }
 
     /// The buffer of `slot` with `len` elements, written by `body` over whole units of
@@ -264,17 +256,9 @@ impl<'a> ExecCtx<'a> {
     where
         F: Fn(usize, &mut [T]) + Sync,
     {
-        if slot >= self.arena.slots.len() {
-            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
-        }
-        let held = std::mem::take(&mut self.arena.slots[slot]);
-        let mut v = T::unwrap(held).unwrap_or_default();
-        if v.capacity() < len {
-            // The old buffer goes first, so that the peak is one buffer, not two.
-            drop(v);
+        let Some(mut v) = self.reusable(slot, len) else {
             return crate::compiled::fresh_by_blocks(op, len, unit_len, work_per_unit, body);
-        }
-        v.resize(len, T::default());
+        };
         if len > 0 {
             crate::parallel::for_each_chunk(&mut v[..], unit_len, work_per_unit, body);
         }
@@ -291,26 +275,39 @@ impl<'a> ExecCtx<'a> {
         len: usize,
         op: &'static str,
     ) -> Result<crate::compiled::OutBuf<T>, Error> {
-        if slot >= self.arena.slots.len() {
-            self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
+        match self.reusable(slot, len) {
+            Some(v) => Ok(crate::compiled::OutBuf::reused(v)),
+            None => crate::compiled::OutBuf::fresh(op, len),
         }
-        let held = std::mem::take(&mut self.arena.slots[slot]);
-        let mut v = T::unwrap(held).unwrap_or_default();
-        if v.capacity() < len {
-            drop(v);
-            return crate::compiled::OutBuf::fresh(op, len);
-        }
-        v.resize(len, T::default());
-        Ok(crate::compiled::OutBuf::reused(v))
     }
 
     /// Returns a buffer to `slot` so that a later step (or run) reuses it.
     #[inline]
     pub fn give<T: SlotElement>(&mut self, slot: usize, v: Vec<T>) {
+        *self.slot_mut(slot) = T::wrap(v);
+    }
+
+    /// Slot `slot` of the arena, which grows to hold it.
+    #[inline]
+    fn slot_mut(&mut self, slot: usize) -> &mut SlotBuffer {
         if slot >= self.arena.slots.len() {
             self.arena.slots.resize_with(slot + 1, || SlotBuffer::Empty);
         }
-        self.arena.slots[slot] = T::wrap(v);
+        &mut self.arena.slots[slot]
+    }
+
+    /// The buffer `slot` holds, resized to `len` elements, when it holds one of type `T` with
+    /// room for them; otherwise `None`, with whatever it held already dropped, so that the
+    /// caller's fresh buffer makes the peak one buffer, not two.
+    #[inline]
+    fn reusable<T: SlotElement>(&mut self, slot: usize, len: usize) -> Option<Vec<T>> {
+        let held = std::mem::take(self.slot_mut(slot));
+        let mut v = T::unwrap(held).unwrap_or_default();
+        if v.capacity() < len {
+            return None;
+        }
+        v.resize(len, T::default());
+        Some(v)
     }
 
     /// The start time of a group, when profiling.
