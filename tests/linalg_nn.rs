@@ -8,16 +8,9 @@ use grafo::ndarray::{ArrayD, Ix2, Ix3, Ix4, IxDyn};
 use grafo::prelude::*;
 use refs::*;
 
-/// The three entry points on the same arguments, labelled.
-macro_rules! runs {
-    ($f:ident ( $($a:expr),* )) => {
-        [
-            ("compiled", $f($($a),*).unwrap()),
-            ("eager", $f::eager($($a),*).unwrap()),
-            ("run", $f::run(&mut Session::default(), $($a),*).unwrap()),
-        ]
-    };
-}
+#[path = "common/entry_points.rs"]
+#[macro_use]
+mod entry_points;
 
 /// The same row-major elements under another shape.
 fn reshaped(x: &ArrayD<f64>, shape: &[usize]) -> ArrayD<f64> {
@@ -57,7 +50,7 @@ fn reshape_product_dims() {
         let flat = reshaped(&xd, &[b, 120]);
         let split = reshaped(&xd, &[b, 4, 30]);
         let summed = xd.sum_axis(grafo::ndarray::Axis(3));
-        for (how, (r_back, r_flat, r_split, r_sum)) in runs!(merge_heads(&x)) {
+        for (how, (r_back, r_flat, r_split, r_sum)) in runs_ok!(merge_heads(&x)) {
             assert_close(&format!("merge/split heads B={b} {how}"), &r_back, &back);
             assert_exact(&format!("flatten via B*4 B={b} {how}"), &r_flat, &flat);
             assert_exact(
@@ -90,7 +83,7 @@ fn reshape_two_symbols() {
         let want = ArrayD::from_shape_fn(IxDyn(&[b, h, 3]), |ix| {
             (x[[ix[0], ix[1], ix[2]]] as f64 + 1.0) * y[[ix[1], ix[2]]] as f64
         });
-        for (how, r) in runs!(two_symbols(&x, &y)) {
+        for (how, r) in runs_ok!(two_symbols(&x, &y)) {
             assert_close(&format!("B*H rows b={b} h={h} {how}"), &r, &want);
         }
     }
@@ -107,7 +100,7 @@ fn product_dim_overflow_is_an_error() {
     let x = ArrayD::<f32>::zeros(IxDyn(&[3, 0]))
         .into_dimensionality::<Ix2>()
         .unwrap();
-    for (how, r) in runs!(huge_product(&x)) {
+    for (how, r) in runs_ok!(huge_product(&x)) {
         assert_eq!(r.len(), 0, "{how}");
     }
     let big = usize::MAX / 4;
@@ -203,7 +196,7 @@ fn matmul_4d_batched() {
         let v = rand_arr(3, Ix4(b, 3, s, 8), -1.0, 1.0);
         let scores = ref_matmul_nd(&to_f64(&q), &to_f64(&k)).mapv(|x| x * 0.25);
         let out = ref_matmul_nd(&scores, &to_f64(&v));
-        let r = runs!(attention_scores(&q, &k, &v));
+        let r = runs_ok!(attention_scores(&q, &k, &v));
         let firsts: Vec<_> = r.iter().map(|(h, x)| (*h, x.0.clone())).collect();
         let seconds: Vec<_> = r.iter().map(|(h, x)| (*h, x.1.clone())).collect();
         check_product(&format!("q @ k b={b} s={s}"), &firsts, &scores);
@@ -242,7 +235,7 @@ fn matmul_3d_by_2d_and_2d_by_3d() {
         let dense =
             ArrayD::from_shape_fn(dense.raw_dim(), |ix| (dense[&ix] + bd[[ix[2]]]).max(0.0));
         let left = ref_matmul_nd(&to_f64(&m), &to_f64(&xt));
-        let r = runs!(dense_3d(&x, &w, &bias, &m, &xt));
+        let r = runs_ok!(dense_3d(&x, &w, &bias, &m, &xt));
         let firsts: Vec<_> = r.iter().map(|(h, x)| (*h, x.0.clone())).collect();
         let seconds: Vec<_> = r.iter().map(|(h, x)| (*h, x.1.clone())).collect();
         check_product(
@@ -274,7 +267,7 @@ fn matmul_broadcast_batches() {
         let d = rand_i32(12, Ix4(bb, 1, 5, 2), -1000, 1000);
         let want_f = ref_matmul_nd(&to_f64(&a), &to_f64(&b));
         let want_i = ref_matmul_nd(&to_f64(&c), &to_f64(&d));
-        let r = runs!(broadcast_batches(&a, &b, &c, &d));
+        let r = runs_ok!(broadcast_batches(&a, &b, &c, &d));
         let firsts: Vec<_> = r.iter().map(|(h, x)| (*h, x.0.clone())).collect();
         let seconds: Vec<_> = r.iter().map(|(h, x)| (*h, x.1.clone())).collect();
         check_product(&format!("[B,1] @ [H] b={bb} h={h}"), &firsts, &want_f);
@@ -331,7 +324,7 @@ fn matmul_transposed_in_place() {
         let want_qk = ref_matmul_nd(&to_f64(&q), &ref_transpose(&to_f64(&k), &[0, 1, 3, 2]))
             .mapv(|v| v * 0.125);
         let want_int = ref_matmul_nd(&to_f64(&ia), &ref_transpose(&to_f64(&ib), &[1, 0]));
-        let r = runs!(transposed_operands(&a, &bm, &q, &k, &ia, &ib));
+        let r = runs_ok!(transposed_operands(&a, &bm, &q, &k, &ia, &ib));
         let what = format!("{mm}x{kk}x{nn} b={b} s={s}");
         let pick = |f: &dyn Fn(&(_, _, _, _)) -> ArrayD<f64>| -> Vec<(&str, ArrayD<f64>)> {
             r.iter().map(|(h, x)| (*h, f(x))).collect()
@@ -450,7 +443,7 @@ fn matmul_left_transposed_in_place() {
         let bias64 = to_f64(&bias);
         let want_xw = ArrayD::from_shape_fn(xw.raw_dim(), |ix| ref_relu(xw[&ix] + bias64[[ix[2]]]));
         let want_int = ref_matmul_nd(&ref_transpose(&to_f64(&ia), &[1, 0]), &to_f64(&ib));
-        let r = runs!(transposed_left(&a, &bm, &btm, &x, &w, &bias, &ia, &ib));
+        let r = runs_ok!(transposed_left(&a, &bm, &btm, &x, &w, &bias, &ia, &ib));
         let what = format!("{mm}x{kk}x{nn} b={b} s={s}");
         let pick = |f: &dyn Fn(&(_, _, _, _, _)) -> ArrayD<f64>| -> Vec<(&str, ArrayD<f64>)> {
             r.iter().map(|(h, x)| (*h, f(x))).collect()
@@ -607,7 +600,7 @@ fn pooling_valid_and_same() {
             "avg 4-list SAME",
             "avg [2,3]/2 SAME",
         ];
-        let r = runs!(pools(&x));
+        let r = runs_ok!(pools(&x));
         let eager = &r[1].1;
         for (how, got) in &r {
             let got = [&got.0, &got.1, &got.2, &got.3, &got.4, &got.5];
@@ -640,7 +633,7 @@ fn pooling_matches_tf_padding_rule() {
     let x = grafo::ndarray::Array4::from_shape_fn((1, 5, 5, 1), |(_, i, j, _)| (i * 5 + j) as f64);
     let max = [6.0, 8.0, 9.0, 16.0, 18.0, 19.0, 21.0, 23.0, 24.0];
     let avg = [3.0, 5.0, 6.5, 13.0, 15.0, 16.5, 20.5, 22.5, 24.0];
-    for (how, (m, a)) in runs!(pool_5x5(&x)) {
+    for (how, (m, a)) in runs_ok!(pool_5x5(&x)) {
         assert_eq!(m.iter().copied().collect::<Vec<_>>(), max, "max {how}");
         assert_eq!(a.iter().copied().collect::<Vec<_>>(), avg, "avg {how}");
     }
@@ -662,7 +655,7 @@ fn pooling_symbolic_and_int() {
         let x = rand_i32(30, Ix4(n, h, w, 2), i32::MIN / 2, i32::MAX / 2);
         let y = rand_arr(31, Ix4(n, h, w, 2), -1.0, 1.0);
         let want_x = ref_pool(&to_f64(&x), [3, 3], [1, 1], true, true);
-        for (how, (px, py)) in runs!(pool_symbolic(&x, &y)) {
+        for (how, (px, py)) in runs_ok!(pool_symbolic(&x, &y)) {
             assert_exact(&format!("int max {n},{h},{w} {how}"), &px, &want_x);
             assert_exact(&format!("avg 1x1 {n},{h},{w} {how}"), &py, &to_f64(&y));
         }
@@ -699,7 +692,7 @@ fn pooling_after_conv() {
         let h1 = layer(&to_f64(&x), &to_f64(&k1), &to_f64(&b1));
         let h2 = layer(&h1, &to_f64(&k2), &to_f64(&b2));
         let want = reshaped(&h2, &[b, 200]);
-        let r = runs!(mnist_front(&x, &k1, &b1, &k2, &b2));
+        let r = runs_ok!(mnist_front(&x, &k1, &b1, &k2, &b2));
         let eager = to_f64(&r[1].1);
         for (how, got) in &r {
             assert_close(&format!("mnist front b={b} {how}"), got, &want);
@@ -825,7 +818,7 @@ fn dilated_and_depthwise_conv() {
             "depthwise s=2 VALID",
             "depthwise d=2 VALID",
         ];
-        let r = runs!(convs_general(&x, &k, &dk, &bias));
+        let r = runs_ok!(convs_general(&x, &k, &dk, &bias));
         let eager = &r[1].1;
         for (how, got) in &r {
             let got = [&got.0, &got.1, &got.2, &got.3, &got.4, &got.5];
@@ -890,7 +883,7 @@ fn attention_block() {
         let s = ref_softmax(&s, 3, false);
         let o = ref_transpose(&ref_matmul_nd(&s, &v), &[0, 2, 1, 3]);
         let want = reshaped(&o, &[b, 6, 64]);
-        let r = runs!(attention(&x, &w[0], &w[1], &w[2]));
+        let r = runs_ok!(attention(&x, &w[0], &w[1], &w[2]));
         let eager = to_f64(&r[1].1);
         for (how, got) in &r {
             assert_close(&format!("attention b={b} {how}"), got, &want);

@@ -6,16 +6,9 @@
 use grafo::ndarray::{Array1, Array2, Array3};
 use grafo::prelude::*;
 
-/// The three entry points on the same arguments, labelled.
-macro_rules! runs {
-    ($f:ident ( $($a:expr),* )) => {
-        [
-            ("compiled", $f($($a),*).unwrap()),
-            ("eager", $f::eager($($a),*).unwrap()),
-            ("run", $f::run(&mut Session::default(), $($a),*).unwrap()),
-        ]
-    };
-}
+#[path = "common/entry_points.rs"]
+#[macro_use]
+mod entry_points;
 
 /// `erf` in f64: the all-positive series below 1.5, `1 - erfc` (continued fraction) above.
 fn ref_erf(x: f64) -> f64 {
@@ -167,7 +160,7 @@ fn inputs(n: usize) -> Array1<f32> {
 fn activations_match_eager_and_the_reference() {
     for n in [0, 1, 7, 11, 1023] {
         let x = inputs(n);
-        let [(_, c), (_, e), (_, r)] = runs!(activations(&x));
+        let [(_, c), (_, e), (_, r)] = runs_ok!(activations(&x));
         for (how, other) in [("eager", &e), ("run", &r)] {
             assert!(same_bits(&c.0, &other.0), "erf compiled vs {how}");
             assert!(same_bits(&c.1, &other.1), "gelu compiled vs {how}");
@@ -216,7 +209,7 @@ fn activations_f64(
 #[test]
 fn f64_activations_and_a_host_alpha() {
     let x = Array1::from_shape_fn(1023, |i| -8.0 + 16.0 * i as f64 / 1023.0);
-    for (how, (erf_, gelu_, lr)) in runs!(activations_f64(&x, 0.3)) {
+    for (how, (erf_, gelu_, lr)) in runs_ok!(activations_f64(&x, 0.3)) {
         for (i, &v) in x.iter().enumerate() {
             let e = ref_erf(v);
             assert!(
@@ -269,7 +262,7 @@ fn clip_by_value_matches_the_reference() {
             }
         });
         let want_b = x.mapv(|v| if v.is_nan() { v } else { v.clamp(-1.0, 2.0) });
-        for (how, (a, b)) in runs!(clips(&x, &lo, &hi)) {
+        for (how, (a, b)) in runs_ok!(clips(&x, &lo, &hi)) {
             let eq = |g: &Array2<f32>, w: &Array2<f32>| {
                 g.iter()
                     .zip(w)
@@ -280,7 +273,7 @@ fn clip_by_value_matches_the_reference() {
         }
     }
     let n = arr1(&[i32::MIN, -4, -3, 0, 5, 6, i32::MAX]);
-    for (how, r) in runs!(clips_int(&n)) {
+    for (how, r) in runs_ok!(clips_int(&n)) {
         assert_eq!(r, arr1(&[-3, -3, -3, 0, 5, 5, 5]), "{how}");
     }
 }
@@ -304,7 +297,8 @@ fn batch_normalization_matches_the_reference() {
         let var = Array1::from_shape_fn(c, |j| 0.25 + j as f32);
         let offset = Array1::from_shape_fn(c, |j| 0.1 * j as f32);
         let scale = Array1::from_shape_fn(c, |j| 1.0 + 0.3 * j as f32);
-        let [(_, comp), (_, eag), (_, run)] = runs!(batch_norm(&x, &mean, &var, &offset, &scale));
+        let [(_, comp), (_, eag), (_, run)] =
+            runs_ok!(batch_norm(&x, &mean, &var, &offset, &scale));
         assert_eq!(comp, eag, "compiled vs eager {b}x{c}");
         assert_eq!(comp, run, "compiled vs run {b}x{c}");
         for ((i, j), &g) in comp.indexed_iter() {
@@ -379,10 +373,10 @@ fn layer_norm_matches_the_reference() {
         let x = Array2::from_shape_fn((n, 64), |(i, k)| {
             ((i * 64 + k) as f32 * 0.013).sin() * 5.0 + (i % 7) as f32 * 0.1
         });
-        let [(_, comp), (_, eag), (_, run)] = runs!(layer_norms(&x, &gamma, &beta));
+        let [(_, comp), (_, eag), (_, run)] = runs_ok!(layer_norms(&x, &gamma, &beta));
         assert_eq!(comp, run, "compiled vs run n={n}");
         assert_eq!(comp, eag, "compiled vs eager n={n}");
-        let [(_, hand_c), (_, hand_e), _] = runs!(layer_norm_by_hand(&x, &gamma, &beta));
+        let [(_, hand_c), (_, hand_e), _] = runs_ok!(layer_norm_by_hand(&x, &gamma, &beta));
         assert_eq!(
             comp.1, hand_c,
             "layer_norm is the hand-written W4, compiled, n={n}"
@@ -413,7 +407,7 @@ fn layer_norm_matches_the_reference() {
     });
     let g2 = Array2::from_shape_fn((4, 8), |(i, j)| 0.5 + (i * 8 + j) as f32 * 0.01);
     let b2 = Array1::from_shape_fn(8, |j| j as f32 * 0.1);
-    for (how, y) in runs!(layer_norm_2axes(&x, &g2, &b2)) {
+    for (how, y) in runs_ok!(layer_norm_2axes(&x, &g2, &b2)) {
         let want = ref_layer_norm(
             x.as_slice().unwrap(),
             32,

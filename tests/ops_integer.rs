@@ -6,16 +6,9 @@
 use grafo::ndarray::{Array1, Array2};
 use grafo::prelude::*;
 
-/// The three entry points on the same arguments, labelled.
-macro_rules! runs {
-    ($f:ident ( $($a:expr),* )) => {
-        [
-            ("compiled", $f($($a),*)),
-            ("eager", $f::eager($($a),*)),
-            ("run", $f::run(&mut Session::default(), $($a),*)),
-        ]
-    };
-}
+#[path = "common/entry_points.rs"]
+#[macro_use]
+mod entry_points;
 
 /// Naive truncated division and remainder (Rust's `/` and `%`, wrapping `MIN / -1`).
 fn ref_trunc_div(x: i64, y: i64, bits: u32) -> i64 {

@@ -6,16 +6,9 @@
 use grafo::ndarray::{Array2, Array3, ArrayD, Dimension, IxDyn};
 use grafo::prelude::*;
 
-/// The three entry points on the same arguments.
-macro_rules! runs {
-    ($f:ident ( $($a:expr),* )) => {
-        [
-            ("compiled", $f($($a),*)),
-            ("eager", $f::eager($($a),*)),
-            ("run", $f::run(&mut Session::default(), $($a),*)),
-        ]
-    };
-}
+#[path = "common/entry_points.rs"]
+#[macro_use]
+mod entry_points;
 
 const SIZES: [usize; 4] = [0, 1, 7, 1023];
 
