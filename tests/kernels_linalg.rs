@@ -5,9 +5,11 @@ mod linalg_harness;
 use graph_runtime::conv::{
     conv2d_into, conv2d_output_hw, conv2d_with, Algorithm, Padding, SAME, VALID,
 };
+use graph_runtime::conv_pool::{conv2d_pool_into, conv2d_pool_shape};
 use graph_runtime::eager;
 use graph_runtime::layout::{check_perm, transpose_into};
 use graph_runtime::matmul::{matmul_into, no_epilogue, GemmElement, MatmulDims};
+use graph_runtime::pool::{pool2d_into, Pool2d, PoolKind};
 use graph_runtime::Error;
 use linalg_harness::{assert_close, naive_conv2d, naive_matmul, Rng};
 use ndarray::{Array, ArrayD, IxDyn};
@@ -293,6 +295,120 @@ fn conv2d_propagates_nan() {
         for xo in 0..6usize {
             let touched = y.abs_diff(2) <= 1 && xo.abs_diff(2) <= 1;
             assert_eq!(out[(y * 6 + xo) * 2].is_nan(), touched, "pixel ({y}, {xo})");
+        }
+    }
+}
+
+/// The fused conv2d + pooling kernel against conv2d, the same epilogue and the pooling op run
+/// one after the other: bit for bit, for every geometry (overlapping, gapped and dropped
+/// rows, SAME and VALID on both ops) and element type.
+fn check_conv_pool<T: GemmElement + 'static>(
+    seed: u64,
+    xs: [usize; 4],
+    ks: [usize; 4],
+    conv: (usize, Padding),
+    pool: Pool2d,
+) {
+    let mut rng = Rng::new(seed);
+    let x: Vec<T> = rng.values(xs.iter().product());
+    let k: Vec<T> = rng.values(ks.iter().product());
+    let (stride, padding) = conv;
+    let (oh, ow) = conv2d_output_hw(xs[1], xs[2], ks[0], ks[1], stride, padding).unwrap();
+    // An epilogue that depends on the pixel index, so a wrong index shows.
+    let epi = |p0: usize, block: &mut [T]| {
+        for (i, v) in block.iter_mut().enumerate() {
+            let pixel = p0 + i / ks[3];
+            *v = v.add(T::from_f64((pixel % 7) as f64));
+        }
+    };
+    let mut conv_out = vec![T::ZERO; xs[0] * oh * ow * ks[3]];
+    conv2d_into(&x, xs, &k, ks, stride, padding, &mut conv_out, epi);
+    let shape = conv2d_pool_shape(xs, ks, stride, padding, pool).unwrap();
+    let mut want = vec![T::ZERO; shape.iter().product()];
+    pool2d_into(&conv_out, [xs[0], oh, ow, ks[3]], pool, &mut want);
+    let mut got = vec![T::ONE; want.len()];
+    conv2d_pool_into(&x, xs, &k, ks, stride, padding, pool, &mut got, epi);
+    let what = format!("conv2d_pool {xs:?} {ks:?} {conv:?} {pool:?}");
+    let bits = |v: &[T]| v.iter().map(|e| format!("{e:?}")).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&want), "{what}");
+}
+
+#[test]
+fn conv2d_pool_matches_conv_then_pool() {
+    let pool = |kind, ksize, strides, padding| Pool2d {
+        kind,
+        ksize,
+        strides,
+        padding,
+    };
+    type Case = ([usize; 4], [usize; 4], (usize, Padding), Pool2d);
+    let cases: &[Case] = &[
+        (
+            [1, 28, 28, 1],
+            [3, 3, 1, 32],
+            (1, VALID),
+            pool(PoolKind::Max, [2, 2], [2, 2], VALID),
+        ),
+        (
+            [3, 13, 13, 32],
+            [3, 3, 32, 64],
+            (1, VALID),
+            pool(PoolKind::Max, [2, 2], [2, 2], VALID),
+        ),
+        (
+            [2, 9, 7, 3],
+            [3, 3, 3, 16],
+            (1, SAME),
+            pool(PoolKind::Max, [3, 3], [1, 1], SAME),
+        ),
+        (
+            [2, 9, 7, 3],
+            [3, 3, 3, 16],
+            (2, SAME),
+            pool(PoolKind::Avg, [2, 3], [3, 2], SAME),
+        ),
+        (
+            [1, 20, 17, 2],
+            [5, 5, 2, 7],
+            (1, VALID),
+            pool(PoolKind::Max, [2, 3], [3, 2], SAME),
+        ),
+        (
+            [1, 15, 13, 3],
+            [3, 3, 3, 8],
+            (2, VALID),
+            pool(PoolKind::Avg, [2, 2], [2, 2], VALID),
+        ),
+        (
+            [1, 1, 1, 3],
+            [3, 3, 3, 5],
+            (1, SAME),
+            pool(PoolKind::Max, [2, 2], [2, 2], SAME),
+        ),
+        (
+            [1, 1, 1023, 3],
+            [1, 3, 3, 16],
+            (1, SAME),
+            pool(PoolKind::Avg, [1, 4], [1, 3], VALID),
+        ),
+        (
+            [0, 8, 8, 3],
+            [3, 3, 3, 16],
+            (1, SAME),
+            pool(PoolKind::Max, [2, 2], [2, 2], VALID),
+        ),
+        (
+            [4, 33, 31, 3],
+            [3, 3, 3, 16],
+            (1, SAME),
+            pool(PoolKind::Max, [3, 3], [2, 2], SAME),
+        ),
+    ];
+    for (i, &(xs, ks, conv, p)) in cases.iter().enumerate() {
+        check_conv_pool::<f32>(80 + i as u64, xs, ks, conv, p);
+        check_conv_pool::<f64>(90 + i as u64, xs, ks, conv, p);
+        if p.kind == PoolKind::Max {
+            check_conv_pool::<i32>(100 + i as u64, xs, ks, conv, p);
         }
     }
 }

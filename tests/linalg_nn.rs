@@ -509,50 +509,6 @@ fn left_transposed_operand_is_not_materialised() {
 
 // ----- pooling --------------------------------------------------------------------------------
 
-/// TF's pooling written out directly: output size and padding per axis, then each window's
-/// valid elements (max, or sum / count).
-fn ref_pool(x: &ArrayD<f64>, k: [usize; 2], s: [usize; 2], same: bool, max: bool) -> ArrayD<f64> {
-    let sh = x.shape();
-    let (n, h, w, c) = (sh[0], sh[1], sh[2], sh[3]);
-    let axis = |len: usize, k: usize, s: usize| -> (usize, usize) {
-        if same {
-            let out = len.div_ceil(s);
-            let total = ((out.max(1) - 1) * s + k).saturating_sub(len);
-            (out, total / 2)
-        } else {
-            // TF: (in - k + stride) / stride, truncated toward zero.
-            (
-                ((len as isize - k as isize + s as isize) / s as isize) as usize,
-                0,
-            )
-        }
-    };
-    let ((oh, pt), (ow, pl)) = (axis(h, k[0], s[0]), axis(w, k[1], s[1]));
-    ArrayD::from_shape_fn(IxDyn(&[n, oh, ow, c]), |ix| {
-        let mut vals = Vec::new();
-        for di in 0..k[0] {
-            for dj in 0..k[1] {
-                let y = (ix[1] * s[0] + di) as isize - pt as isize;
-                let xx = (ix[2] * s[1] + dj) as isize - pl as isize;
-                if y >= 0 && xx >= 0 && (y as usize) < h && (xx as usize) < w {
-                    vals.push(x[[ix[0], y as usize, xx as usize, ix[3]]]);
-                }
-            }
-        }
-        if max {
-            vals.iter().copied().fold(f64::NEG_INFINITY, |a, v| {
-                if a.is_nan() || v.is_nan() {
-                    f64::NAN
-                } else {
-                    a.max(v)
-                }
-            })
-        } else {
-            vals.iter().sum::<f64>() / vals.len() as f64
-        }
-    })
-}
-
 #[graph]
 fn pools(
     x: Tensor<f32, N, 7, 9, 3>,

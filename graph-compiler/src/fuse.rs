@@ -81,6 +81,10 @@ pub enum GroupKind {
     Softmax,
     /// `max_pool2d` / `avg_pool2d`: one kernel call.
     Pool,
+    /// `max_pool2d` / `avg_pool2d` of a `conv2d` (with its epilogue, if any) read nowhere else:
+    /// one kernel that pools each band of convolution rows while it is in cache; the
+    /// convolution's output is never materialised.
+    ConvPool,
     Transpose,
     /// A selection or assembly op (`x[s![..]]`, concat, gather, ...): one kernel call.
     Selection,
@@ -102,6 +106,7 @@ impl GroupKind {
             GroupKind::Conv2d => "conv2d",
             GroupKind::Softmax => "softmax",
             GroupKind::Pool => "pool",
+            GroupKind::ConvPool => "conv2d_pool",
             GroupKind::Transpose => "transpose",
             GroupKind::Selection => "selection",
             GroupKind::View => "view",
@@ -120,7 +125,8 @@ pub struct Group {
     pub root: NodeId,
     /// Nodes computed inside this group (fused), in evaluation order; the root is last.
     pub nodes: Vec<NodeId>,
-    /// For epilogue groups, the matmul/conv2d node whose output the epilogue reads in place.
+    /// For epilogue groups, the matmul/conv2d node whose output the epilogue reads in place
+    /// (for a conv2d + pooling group, the conv2d).
     pub anchor: Option<NodeId>,
     /// For reductions, the root of the fused producer expression (the reduction's input).
     pub producer: Option<NodeId>,
@@ -259,11 +265,16 @@ fn loop_plan(graph: &Graph, materialised: &[bool], g: &Group) -> Option<LoopPlan
                 reads_output: None,
             })
         }
-        GroupKind::MatMul | GroupKind::Conv2d => {
+        GroupKind::MatMul | GroupKind::Conv2d | GroupKind::ConvPool => {
             let anchor = g.anchor?;
-            let shape = root.shape.clone();
+            // The epilogue's value: the group's root, or what a fused pooling reads.
+            let element = match g.kind {
+                GroupKind::ConvPool => epilogue_root(graph, g)?,
+                _ => g.root,
+            };
+            let shape = graph.node(element).shape.clone();
             let split = shape.len() - 1;
-            let mut leaves = tree_leaves(graph, g.root, materialised);
+            let mut leaves = tree_leaves(graph, element, materialised);
             leaves.retain(|&l| l != anchor);
             Some(LoopPlan {
                 kind: LoopKind::Epilogue,
@@ -271,13 +282,20 @@ fn loop_plan(graph: &Graph, materialised: &[bool], g: &Group) -> Option<LoopPlan
                 leaves: classes(leaves, &shape, split),
                 shape,
                 split,
-                element: g.root,
-                ops: tree(g.root),
+                element,
+                ops: tree(element),
                 reads_output: Some(anchor),
             })
         }
         _ => None,
     }
+}
+
+/// The root of a conv2d + pooling group's epilogue: the pooling's input, unless that is the
+/// convolution itself (no epilogue).
+pub fn epilogue_root(graph: &Graph, g: &Group) -> Option<NodeId> {
+    let input = graph.node(g.root).inputs[0];
+    (g.kind == GroupKind::ConvPool && Some(input) != g.anchor).then_some(input)
 }
 
 /// Constants are written into the loops as literals; everything else is a leaf or fused.
@@ -416,6 +434,39 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         }
     }
 
+    // Pooling after a convolution: a pool whose input is a conv2d, bare or as the anchor of
+    // an epilogue, read nowhere else, runs inside the convolution's kernel.
+    let mut pooled_conv: Vec<Option<NodeId>> = vec![None; n];
+    let mut into_pool = vec![false; n];
+    if config.fusion {
+        for i in 0..n {
+            let node = &graph.nodes[i];
+            if !live[i] || node.poisoned || !matches!(node.op, Op::Pool { .. }) {
+                continue;
+            }
+            let input = node.inputs[0];
+            let inode = graph.node(input);
+            if uses[input.0] != 1
+                || pinned[input.0]
+                || inode.region != node.region
+                || inode.poisoned
+            {
+                continue;
+            }
+            let conv = match anchor_of[input.0] {
+                Some(a) => a,
+                None if !absorbed[input.0] => input,
+                None => continue,
+            };
+            if !matches!(graph.node(conv).op, Op::Conv2d { .. }) {
+                continue;
+            }
+            pooled_conv[i] = Some(conv);
+            into_pool[input.0] = true;
+            absorbed[conv.0] = true;
+        }
+    }
+
     // Build groups in program order.
     let mut groups: Vec<Group> = Vec::new();
     let mut group_of = vec![None; n];
@@ -453,7 +504,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             checks_group(&mut groups, at, c);
         }
         let node = &graph.nodes[i];
-        if !live[i] || !materialised[i] || absorbed[i] || node.poisoned {
+        if !live[i] || !materialised[i] || absorbed[i] || into_pool[i] || node.poisoned {
             continue;
         }
         let id = NodeId(i);
@@ -520,10 +571,23 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                 group.kind = GroupKind::Conv2d;
                 group.nodes = vec![id];
             }
-            Op::Pool { .. } => {
-                group.kind = GroupKind::Pool;
-                group.nodes = vec![id];
-            }
+            Op::Pool { .. } => match pooled_conv[i] {
+                Some(conv) => {
+                    group.kind = GroupKind::ConvPool;
+                    group.anchor = Some(conv);
+                    let input = node.inputs[0];
+                    let mut nodes = vec![conv];
+                    if input != conv {
+                        collect_tree(graph, input, &materialised, &mut nodes);
+                    }
+                    nodes.push(id);
+                    group.nodes = nodes;
+                }
+                None => {
+                    group.kind = GroupKind::Pool;
+                    group.nodes = vec![id];
+                }
+            },
             Op::Softmax { .. } => {
                 group.kind = GroupKind::Softmax;
                 group.nodes = vec![id];

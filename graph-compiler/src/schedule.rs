@@ -143,6 +143,16 @@ pub fn group_reads(graph: &Graph, plan: &Plan, g: &Group) -> Vec<NodeId> {
             }
             r
         }
+        GroupKind::ConvPool => {
+            let conv = g.anchor.expect("a conv2d + pooling group has its conv2d");
+            let mut r = match crate::fuse::epilogue_root(graph, g) {
+                Some(e) => tree_leaves(graph, e, &plan.materialised),
+                None => Vec::new(),
+            };
+            r.retain(|&x| x != conv);
+            r.extend(graph.node(conv).inputs.iter().copied());
+            r
+        }
         GroupKind::Reduce => match g.producer {
             Some(p) => tree_leaves(graph, p, &plan.materialised),
             None => graph.node(g.root).inputs.clone(),

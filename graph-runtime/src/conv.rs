@@ -165,55 +165,108 @@ pub fn conv2d_with<T: GemmElement, E>(
 ) where
     E: Fn(usize, &mut [T]) + Sync,
 {
-    let [n, h, w, cin] = x_shape;
-    let [kh, kw, kcin, cout] = k_shape;
-    assert_eq!(cin, kcin, "conv2d_into: channel counts differ");
-    let (oh, ow) =
-        conv2d_output_hw(h, w, kh, kw, stride, padding).expect("conv2d_into: bad geometry");
+    let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, algorithm);
+    let g = prepared.g;
+    let pixels = x_shape[0] * g.oh * g.ow;
     assert!(
-        x.len() == n * h * w * cin
-            && k.len() == kh * kw * cin * cout
-            && out.len() == n * oh * ow * cout,
+        x.len() == x_shape[0] * g.h * g.w * g.cin
+            && k.len() == g.patch() * g.cout
+            && out.len() == pixels * g.cout,
         "conv2d_into: slices do not match shapes"
     );
     if out.is_empty() {
         return;
     }
-    let g = Geometry {
-        h,
-        w,
-        cin,
-        kh,
-        kw,
-        cout,
-        oh,
-        ow,
-        stride,
-        pad_top: pad_before(h, oh, kh, stride, padding),
-        pad_left: pad_before(w, ow, kw, stride, padding),
-    };
-    let pixels = n * oh * ow;
-    // With a gather kernel, interior patches are read in place through a table of offsets.
-    let gather =
-        (algorithm == Algorithm::Best && T::has_gather_kernel(cout)).then(|| gather_tables(&g));
     let run = |(bi, block): (usize, &mut [T]), pb: usize| {
         let p0 = bi * pb;
-        match &gather {
-            Some(t) => conv_block_gather(x, k, &g, t, p0, block),
-            None => conv_block(x, k, &g, p0, block),
-        }
+        prepared.compute(x, k, p0, block);
         epilogue(p0, block);
     };
-    if pixels.saturating_mul(g.patch()).saturating_mul(cout) < SEQUENTIAL_MACS {
+    if pixels.saturating_mul(g.patch()).saturating_mul(g.cout) < SEQUENTIAL_MACS {
         run((0, out), pixels);
         return;
     }
-    let scratch_elems = if gather.is_some() { 0 } else { g.patch() };
-    let pb = pixels_per_block(pixels, scratch_elems + cout, std::mem::size_of::<T>());
+    let pb = pixels_per_block(
+        pixels,
+        prepared.scratch_per_pixel() + g.cout,
+        std::mem::size_of::<T>(),
+    );
     // LOOP 1 (parallel): over blocks of `pb` output pixels.
-    out.par_chunks_mut(pb * cout)
+    out.par_chunks_mut(pb * g.cout)
         .enumerate()
         .for_each(|item| run(item, pb));
+}
+
+/// A convolution resolved once (its geometry and, with a gather kernel, its offset tables),
+/// ready to compute any run of output pixels: [`conv2d_with`] hands it blocks of pixels, the
+/// fused conv2d + pooling kernel ([`crate::conv_pool`]) the rows its pooling windows read.
+pub(crate) struct Prepared {
+    g: Geometry,
+    gather: Option<Arc<GatherTables>>,
+}
+
+impl Prepared {
+    /// Resolves the convolution of an `x_shape` input by a `k_shape` kernel.
+    ///
+    /// Panics if the channel counts differ or the geometry has no output (callers check first).
+    pub(crate) fn new<T: GemmElement>(
+        x_shape: [usize; 4],
+        k_shape: [usize; 4],
+        stride: usize,
+        padding: Padding,
+        algorithm: Algorithm,
+    ) -> Prepared {
+        let [_, h, w, cin] = x_shape;
+        let [kh, kw, kcin, cout] = k_shape;
+        assert_eq!(cin, kcin, "conv2d_into: channel counts differ");
+        let (oh, ow) =
+            conv2d_output_hw(h, w, kh, kw, stride, padding).expect("conv2d_into: bad geometry");
+        let g = Geometry {
+            h,
+            w,
+            cin,
+            kh,
+            kw,
+            cout,
+            oh,
+            ow,
+            stride,
+            pad_top: pad_before(h, oh, kh, stride, padding),
+            pad_left: pad_before(w, ow, kw, stride, padding),
+        };
+        // With a gather kernel, interior patches are read in place through a table of offsets.
+        let gather =
+            (algorithm == Algorithm::Best && T::has_gather_kernel(cout)).then(|| gather_tables(&g));
+        Prepared { g, gather }
+    }
+
+    /// The output's height and width.
+    pub(crate) fn out_hw(&self) -> (usize, usize) {
+        (self.g.oh, self.g.ow)
+    }
+
+    /// Multiply-adds per output pixel.
+    pub(crate) fn macs_per_pixel(&self) -> usize {
+        self.g.patch().saturating_mul(self.g.cout)
+    }
+
+    /// Scratch elements a block needs per pixel besides its output (an im2col row, or none).
+    pub(crate) fn scratch_per_pixel(&self) -> usize {
+        if self.gather.is_some() {
+            0
+        } else {
+            self.g.patch()
+        }
+    }
+
+    /// Computes output pixels `p0 .. p0 + block.len() / Cout` (counted flat over N, OH, OW)
+    /// into `block`; the values do not depend on how the pixels are cut into blocks.
+    pub(crate) fn compute<T: GemmElement>(&self, x: &[T], k: &[T], p0: usize, block: &mut [T]) {
+        match &self.gather {
+            Some(t) => conv_block_gather(x, k, &self.g, t, p0, block),
+            None => conv_block(x, k, &self.g, p0, block),
+        }
+    }
 }
 
 /// Output pixels per parallel block: a block's scratch and output (`per_pixel` elements a

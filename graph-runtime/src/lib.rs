@@ -10,6 +10,7 @@ pub mod buffer;
 pub mod compiled;
 pub mod conv;
 pub mod conv_general;
+pub mod conv_pool;
 pub mod cpu;
 pub mod describe;
 pub mod dot;

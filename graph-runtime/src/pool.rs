@@ -83,56 +83,112 @@ pub fn pool2d_into<T: Numeric>(x: &[T], shape: [usize; 4], pool: Pool2d, out: &m
         .expect("pool2d window fits the input columns");
     assert!(x.len() >= n * h * w * c && out.len() >= n * oh * ow * c);
     let out = &mut out[..n * oh * ow * c];
-    let [kh, kw] = pool.ksize;
-    let [sh, sw] = pool.strides;
     let row_len = ow * c;
+    let image = h * w * c;
+    let window = Window {
+        w,
+        c,
+        pad_top: pt,
+        pad_left: pl,
+    };
     // One unit is one output row (all columns and channels): `kh * kw` reads per element.
-    for_each_chunk(out, row_len, row_len * kh * kw, |first, chunk| {
+    let work = row_len * pool.ksize[0] * pool.ksize[1];
+    for_each_chunk(out, row_len, work, |first, chunk| {
         if row_len == 0 {
             return;
         }
         for (r, orow) in chunk.chunks_mut(row_len).enumerate() {
             let (b, i) = ((first + r) / oh, (first + r) % oh);
-            // The window's valid rows: [y0, y1) of the input.
-            let top = (i * sh) as isize - pt as isize;
-            let y0 = top.max(0) as usize;
-            let y1 = ((top + kh as isize).max(0) as usize).min(h);
-            for j in 0..ow {
-                let left = (j * sw) as isize - pl as isize;
-                let x0 = left.max(0) as usize;
-                let x1 = ((left + kw as isize).max(0) as usize).min(w);
-                let cell = &mut orow[j * c..(j + 1) * c];
-                let init = match pool.kind {
-                    PoolKind::Max => T::LOWEST,
-                    PoolKind::Avg => T::ZERO,
-                };
-                cell.fill(init);
-                for y in y0..y1 {
-                    for xx in x0..x1 {
-                        let src = &x[((b * h + y) * w + xx) * c..][..c];
-                        match pool.kind {
-                            PoolKind::Max => {
-                                for (o, &v) in cell.iter_mut().zip(src) {
-                                    *o = o.maximum(v);
-                                }
-                            }
-                            PoolKind::Avg => {
-                                for (o, &v) in cell.iter_mut().zip(src) {
-                                    *o = o.add(v);
-                                }
-                            }
+            pool_row(&x[b * image..][..image], 0, h, window, pool, i, orow);
+        }
+    });
+}
+
+/// Where a pooling window sits in its input: the input's width and channels, and the padding
+/// before the first row and column.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    pub w: usize,
+    pub c: usize,
+    pub pad_top: usize,
+    pub pad_left: usize,
+}
+
+/// Pools output row `i` of one image into `orow` (`ow * c` elements). `src` holds input rows
+/// `first_row..` of that image (`w * c` elements each) and must cover every row the windows of
+/// row `i` read that lies in `0..h`.
+///
+/// Each element folds its window in row-major order: the one order every caller shares, so
+/// the fused conv2d + pooling kernel and this op agree bit for bit.
+pub(crate) fn pool_row<T: Numeric>(
+    src: &[T],
+    first_row: usize,
+    h: usize,
+    win: Window,
+    pool: Pool2d,
+    i: usize,
+    orow: &mut [T],
+) {
+    let Window { w, c, .. } = win;
+    let [kh, kw] = pool.ksize;
+    let [sh, sw] = pool.strides;
+    // The window's valid rows: [y0, y1) of the input.
+    let top = (i * sh) as isize - win.pad_top as isize;
+    let y0 = top.max(0) as usize;
+    let y1 = ((top + kh as isize).max(0) as usize).min(h);
+    for (j, cell) in orow.chunks_exact_mut(c.max(1)).enumerate() {
+        if c == 0 {
+            break;
+        }
+        let left = (j * sw) as isize - win.pad_left as isize;
+        let x0 = left.max(0) as usize;
+        let x1 = ((left + kw as isize).max(0) as usize).min(w);
+        let init = match pool.kind {
+            PoolKind::Max => T::LOWEST,
+            PoolKind::Avg => T::ZERO,
+        };
+        cell.fill(init);
+        for y in y0..y1 {
+            for xx in x0..x1 {
+                let from = &src[((y - first_row) * w + xx) * c..][..c];
+                match pool.kind {
+                    PoolKind::Max => {
+                        for (o, &v) in cell.iter_mut().zip(from) {
+                            *o = o.maximum(v);
                         }
                     }
-                }
-                if pool.kind == PoolKind::Avg {
-                    let count = T::from_f64(((y1 - y0) * (x1 - x0)) as f64);
-                    for o in cell.iter_mut() {
-                        *o = o.div(count);
+                    PoolKind::Avg => {
+                        for (o, &v) in cell.iter_mut().zip(from) {
+                            *o = o.add(v);
+                        }
                     }
                 }
             }
         }
-    });
+        if pool.kind == PoolKind::Avg {
+            let count = T::from_f64(((y1 - y0) * (x1 - x0)) as f64);
+            for o in cell.iter_mut() {
+                *o = o.div(count);
+            }
+        }
+    }
+}
+
+/// The rows of the input the windows of output rows `rows` read, clipped to `0..h`
+/// (empty when they all lie in the padding).
+pub(crate) fn input_rows(
+    rows: std::ops::Range<usize>,
+    h: usize,
+    k: usize,
+    stride: usize,
+    pad_top: usize,
+) -> std::ops::Range<usize> {
+    if rows.is_empty() {
+        return 0..0;
+    }
+    let lo = (rows.start * stride).saturating_sub(pad_top).min(h);
+    let hi = ((rows.end - 1) * stride + k).saturating_sub(pad_top).min(h);
+    lo..hi.max(lo)
 }
 
 /// The output shape of a pooling op over an input of shape `sx`, or the error the eager ops

@@ -957,7 +957,7 @@ impl<'a> Emitter<'a> {
                 quote!(let #vid: #et = #e;)
             }
             GroupKind::Elementwise => self.elementwise(g),
-            GroupKind::MatMul | GroupKind::Conv2d => self.linalg(g),
+            GroupKind::MatMul | GroupKind::Conv2d | GroupKind::ConvPool => self.linalg(g),
             GroupKind::Reduce => self.reduce(g),
             GroupKind::Pool => {
                 let n = self.node(g.root).clone();
@@ -1320,7 +1320,7 @@ impl<'a> Emitter<'a> {
         let (shape_a, shape_b) = (self.node(a).shape.clone(), self.node(b).shape.clone());
         let kname = self.kernel_name(g);
         let mut pre = TokenStream::new();
-        let epilogue = if g.anchor.is_some() {
+        let epilogue = if self.plan.loops[g.id].is_some() {
             let lp = self.loop_plan(g);
             let mut ll = self.leaves(&lp, None);
             // The kernel's output block, read in place.
@@ -1392,6 +1392,23 @@ impl<'a> Emitter<'a> {
                     }
                     None => quote!(|_: usize, _: &mut [#et]| {}),
                 };
+                if g.kind == GroupKind::ConvPool {
+                    let Op::Pool {
+                        kind,
+                        ksize,
+                        strides,
+                        padding,
+                    } = root.op
+                    else {
+                        unreachable!("a conv2d + pooling group's root is its pooling")
+                    };
+                    let pool = pool_tokens(kind, ksize, strides, padding);
+                    return quote! {
+                        #alloc
+                        #pre
+                        ::grafo::__private::conv_pool::conv2d_pool_into(#sa, #xs, #sb, #ks, #stride, #pad, #pool, &mut #vid[..], #call_epi);
+                    };
+                }
                 quote! {
                     #alloc
                     #pre
