@@ -278,21 +278,16 @@ pub fn fresh<T: Element>(op: &'static str, len: usize) -> Result<Vec<T>, Error> 
     Ok(v)
 }
 
-/// How many bytes of a fresh result [`fresh_by_blocks`] initialises at a time before the
-/// kernel writes them: small enough that the block is still in the core's L2 when the kernel's
-/// stores arrive, so the result crosses the memory bus once.
-const FIRST_TOUCH_BLOCK_BYTES: usize = 64 << 10;
-
 /// A fresh result of `len` elements written by `body`, run in parallel over whole units of
 /// `unit_len` elements as [`crate::parallel::for_each_chunk`] does; or the error of an
 /// allocation that failed.
 ///
-/// Unlike [`fresh`] followed by the kernel, the buffer is never zeroed in one serial pass
-/// (the allocator's `calloc` `memset`s recycled memory on the calling thread, a second trip
-/// over the whole result through memory): each thread sets a block of
-/// [`FIRST_TOUCH_BLOCK_BYTES`] to zero and at once hands it to `body`, whose writes then hit the
-/// cache. `body(first_unit, block)` sees every unit exactly once, in blocks of whole units;
-/// an empty result makes no call.
+/// The buffer is never zeroed: `body(first_unit, block)` gets each block as a write-only
+/// [`OutBlock`] and fills it with [`OutBlock::write_with`] or [`OutBlock::write_rows`], so
+/// every element is stored once, by the kernel (zeroing first cost W1 a second pass over its
+/// output). `body` sees every unit exactly once, in blocks of whole units; an empty result
+/// makes one call with an empty block. Should `body` leave a block unwritten, the result
+/// is zero-filled rather than uninitialised (see [`OutBuf::into_vec`]).
 pub fn fresh_by_blocks<T: Element, F>(
     op: &'static str,
     len: usize,
@@ -301,40 +296,17 @@ pub fn fresh_by_blocks<T: Element, F>(
     body: F,
 ) -> Result<Vec<T>, Error>
 where
-    F: Fn(usize, &mut [T]) + Sync,
+    F: Fn(usize, OutBlock<'_, T>) + Sync,
 {
-    let mut v: Vec<MaybeUninit<T>> = buffer::with_capacity(op, len)?;
-    // SAFETY: the capacity is at least `len` (reserved above), and a `MaybeUninit<T>` needs
-    // no initialisation, so its first `len` elements are valid as they are.
-    unsafe { v.set_len(len) };
-    crate::pages::advise_huge(&v);
-    let unit_len = unit_len.max(1);
-    let block_units = (FIRST_TOUCH_BLOCK_BYTES / std::mem::size_of::<T>().max(1) / unit_len).max(1);
-    crate::parallel::for_each_chunk(&mut v[..], unit_len, work_per_unit, |first, chunk| {
-        for (i, block) in chunk.chunks_mut(block_units * unit_len).enumerate() {
-            body(first + i * block_units, init_default(block));
-        }
-    });
-    // SAFETY: `for_each_chunk` hands every element of `v` to exactly one chunk, and
-    // `init_default` wrote each element of each chunk before `body` ran, so all `len`
-    // elements are initialised; `MaybeUninit<T>` has the size and alignment of `T`, so the
-    // allocation is the one a `Vec<T>` of this capacity frees.
-    Ok(unsafe {
-        let mut v = std::mem::ManuallyDrop::new(v);
-        Vec::from_raw_parts(v.as_mut_ptr().cast::<T>(), v.len(), v.capacity())
-    })
+    let mut out = OutBuf::fresh(op, len)?;
+    out.for_each_block(unit_len, work_per_unit, body);
+    Ok(out.into_vec())
 }
 
-/// Writes `T::default()` (zero) into every element of `block` and returns it as initialised.
-#[inline]
-fn init_default<T: Element>(block: &mut [MaybeUninit<T>]) -> &mut [T] {
-    for x in block.iter_mut() {
-        x.write(T::default());
-    }
-    // SAFETY: every element of `block` was written just above, and `MaybeUninit<T>` has the
-    // layout of `T`, so the slice is a valid `[T]` borrowed for as long as `block` is.
-    unsafe { &mut *(block as *mut [MaybeUninit<T>] as *mut [T]) }
-}
+/// How many bytes of a fresh result a row-fused kernel initialises at a time before it writes
+/// them ([`first_touch_rows`]): small enough that the block is still in the core's L2 when the
+/// kernel's stores arrive, so the result crosses the memory bus once.
+const FIRST_TOUCH_BLOCK_BYTES: usize = 64 << 10;
 
 /// The output buffer of a kernel that writes it in parallel blocks: either a reused buffer
 /// (already initialised) or a fresh one that each block initialises just before the kernel
@@ -413,6 +385,30 @@ impl<T: Element> OutBuf<T> {
             })
     }
 
+    /// Calls `body(first_unit, block)` over the buffer cut into blocks of whole units of
+    /// `unit_len` elements, as [`crate::parallel::for_each_chunk`] cuts a slice: one call on
+    /// this thread when the work is small (even for an empty buffer), else blocks on rayon.
+    pub fn for_each_block<F>(&mut self, unit_len: usize, work_per_unit: usize, body: F)
+    where
+        F: Fn(usize, OutBlock<'_, T>) + Sync,
+    {
+        let unit_len = unit_len.max(1);
+        let units = self.buf.len() / unit_len;
+        let size = crate::parallel::units_per_chunk(units, work_per_unit);
+        if size >= units {
+            let block = OutBlock {
+                data: &mut self.buf[..],
+                initialised: &self.initialised,
+                reused: self.reused,
+            };
+            body(0, block);
+            return;
+        }
+        self.par_blocks(size * unit_len)
+            .enumerate()
+            .for_each(|(i, block)| body(i * size, block));
+    }
+
     /// The written buffer.
     pub fn into_vec(mut self) -> Vec<T> {
         if !self.reused && *self.initialised.get_mut() != self.buf.len() {
@@ -448,6 +444,42 @@ impl<'a, T: Element> OutBlock<'a, T> {
         // SAFETY: every element of the block is initialised (just above, or the buffer was
         // reused and so initialised throughout), and `MaybeUninit<T>` has the layout of `T`.
         unsafe { &mut *(self.data as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
+    /// Stores `f(j)` into element `j` of the block, for every `j` in order: the write-only
+    /// path of a kernel that computes each element once, with no zeroing before. Inlined into
+    /// the kernel (compiled for its instruction set), so the loop vectorises as a plain one.
+    #[inline(always)]
+    pub fn write_with(self, mut f: impl FnMut(usize) -> T) {
+        for (j, x) in self.data.iter_mut().enumerate() {
+            x.write(f(j));
+        }
+        if !self.reused {
+            self.initialised
+                .fetch_add(self.data.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Stores the block row by row, `row` elements a row: for the `i`-th row of the block,
+    /// `row_fn(i)` is called once (to bind what the row reads) and gives the function whose
+    /// value at `j` is the row's element `j`. Elements after the last whole row, if any, are
+    /// left unwritten (and so the result zero-filled, see [`OutBuf::into_vec`]).
+    #[inline(always)]
+    pub fn write_rows<G: FnMut(usize) -> T>(self, row: usize, mut row_fn: impl FnMut(usize) -> G) {
+        if row == 0 {
+            return;
+        }
+        let mut written = 0;
+        for (i, r) in self.data.chunks_exact_mut(row).enumerate() {
+            let mut f = row_fn(i);
+            for (j, x) in r.iter_mut().enumerate() {
+                x.write(f(j));
+            }
+            written += row;
+        }
+        if !self.reused {
+            self.initialised.fetch_add(written, Ordering::Relaxed);
+        }
     }
 
     /// How many elements the block holds.
@@ -535,43 +567,60 @@ mod tests {
     use super::*;
 
     /// `fresh_by_blocks` hands every unit to the kernel exactly once, at its own index, in
-    /// blocks of whole units, and returns what the kernel wrote; sizes around the block and
-    /// the parallel cut-off, units that do not divide the block, and nothing at all.
+    /// blocks of whole units, and returns what the kernel wrote, through both write-only
+    /// forms; sizes around the parallel cut-off, units that do not divide the chunks, and
+    /// nothing at all.
     #[test]
     fn fresh_by_blocks_writes_every_unit_once() {
-        let block = FIRST_TOUCH_BLOCK_BYTES / 4;
+        let big = crate::parallel::PARALLEL_CUTOFF;
         for (len, unit) in [
             (0usize, 1usize),
             (0, 0),
             (1, 1),
             (7, 7),
             (1023, 1),
-            (block - 1, 1),
-            (block + 1, 1),
-            (3 * block + 5, 1),
+            (big - 1, 1),
+            (big + 1, 1),
+            (3 * big + 5, 1),
             (1021 * 97, 97),
-            (2 * 7 * block, 7 * block),
+            (2 * 7 * big, 7 * big),
         ] {
-            let calls = std::sync::atomic::AtomicUsize::new(0);
-            let v: Vec<f32> = fresh_by_blocks("test", len, unit, 64, |first, out: &mut [f32]| {
-                calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let unit = unit.max(1);
-                assert_eq!(out.len() % unit, 0, "len {len}: a block of whole units");
-                for (k, x) in out.iter_mut().enumerate() {
-                    assert_eq!(*x, 0.0, "len {len}: the block arrives zeroed");
-                    *x = (first * unit + k) as f32 + 0.5;
-                }
-            })
-            .unwrap();
-            assert_eq!(v.len(), len);
-            assert!(
-                v.iter().enumerate().all(|(i, &x)| x == i as f32 + 0.5),
-                "len {len} unit {unit}"
-            );
-            if len > 0 {
-                assert!(calls.into_inner() >= len.div_ceil(block.max(unit)));
+            for by_rows in [false, true] {
+                let calls = std::sync::atomic::AtomicUsize::new(0);
+                let u = unit.max(1);
+                let v: Vec<f32> = fresh_by_blocks("test", len, unit, 64, |first, out| {
+                    calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(out.len() % u, 0, "len {len}: a block of whole units");
+                    let base = first * u;
+                    if by_rows {
+                        out.write_rows(u, |i| move |j| (base + i * u + j) as f32 + 0.5);
+                    } else {
+                        out.write_with(|k| (base + k) as f32 + 0.5);
+                    }
+                })
+                .unwrap();
+                assert_eq!(v.len(), len);
+                assert!(
+                    v.iter().enumerate().all(|(i, &x)| x == i as f32 + 0.5),
+                    "len {len} unit {unit} rows {by_rows}"
+                );
+                assert!(calls.into_inner() >= 1);
             }
         }
+    }
+
+    /// A kernel that leaves part of a fresh block unwritten gets zeros there, never
+    /// uninitialised memory (a row form handed a block that is not whole rows, a block
+    /// dropped unwritten).
+    #[test]
+    fn unwritten_elements_read_as_zero() {
+        let v: Vec<i64> = fresh_by_blocks("test", 10, 1, 1, |_, out| {
+            out.write_rows(3, |_| |_| 7);
+        })
+        .unwrap();
+        assert_eq!(v, vec![0; 10]);
+        let v: Vec<f64> = fresh_by_blocks("test", 5, 1, 1, |_, _out| {}).unwrap();
+        assert_eq!(v, vec![0.0; 5]);
     }
 
     /// An `OutBuf` gives back what its blocks were written with, fresh or reused; blocks a

@@ -237,12 +237,13 @@ impl<'a> ExecCtx<'a> {
     }
 
     /// The buffer of `slot` with `len` elements, written by `body` over whole units of
-    /// `unit_len` elements in parallel (as [`crate::parallel::for_each_chunk`]).
+    /// `unit_len` elements in parallel (as [`crate::parallel::for_each_chunk`]), each block
+    /// handed over write-only ([`crate::compiled::OutBlock`]).
     ///
-    /// The same as [`ExecCtx::take`] followed by the kernel, except that a buffer the slot
-    /// does not hold (a result moved out by the previous run, a first run) is made by
-    /// [`crate::compiled::fresh_by_blocks`]: initialised block by block as `body` writes it,
-    /// never zeroed in one serial pass first. An empty result makes no call.
+    /// The slot's own buffer when it holds one large enough; otherwise (a result moved out
+    /// by the previous run, a first run) a fresh one made by
+    /// [`crate::compiled::fresh_by_blocks`], never zeroed: the kernel's stores are the only
+    /// ones. An empty result makes one call with an empty block.
     #[inline]
     pub fn take_written<T: SlotElement, F>(
         &mut self,
@@ -254,15 +255,14 @@ impl<'a> ExecCtx<'a> {
         body: F,
     ) -> Result<Vec<T>, Error>
     where
-        F: Fn(usize, &mut [T]) + Sync,
+        F: Fn(usize, crate::compiled::OutBlock<'_, T>) + Sync,
     {
-        let Some(mut v) = self.reusable(slot, len) else {
+        let Some(v) = self.reusable(slot, len) else {
             return crate::compiled::fresh_by_blocks(op, len, unit_len, work_per_unit, body);
         };
-        if len > 0 {
-            crate::parallel::for_each_chunk(&mut v[..], unit_len, work_per_unit, body);
-        }
-        Ok(v)
+        let mut out = crate::compiled::OutBuf::reused(v);
+        out.for_each_block(unit_len, work_per_unit, body);
+        Ok(out.into_vec())
     }
 
     /// The buffer of `slot` with `len` elements as an [`crate::compiled::OutBuf`] for a

@@ -1265,9 +1265,20 @@ impl<'a> Emitter<'a> {
             } else {
                 quote!(::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));)
             };
-            quote! {
-                #alloc
-                ::grafo::__private::multiversion! {
+            // A fresh result's kernel gets its block write-only and stores each element once.
+            let kernel = if fresh {
+                quote! {
+                    fn #kname(__first: usize, __out: ::grafo::__private::compiled::OutBlock<'_, #et> #(, #params)*) {
+                        let __n = __out.len();
+                        #(#row_bind)*
+                        __out.write_with(|__j: usize| -> #et {
+                            #lets
+                            #root_expr
+                        });
+                    }
+                }
+            } else {
+                quote! {
                     fn #kname(__first: usize, __out: &mut [#et] #(, #params)*) {
                         let __n = __out.len();
                         #(#row_bind)*
@@ -1277,11 +1288,19 @@ impl<'a> Emitter<'a> {
                         }
                     }
                 }
+            };
+            quote! {
+                #alloc
+                ::grafo::__private::multiversion! { #kernel }
                 #run
             }
         } else {
             let row = super::dim_expr(&lp.shape[lp.split]);
-            let kernel = rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr);
+            let kernel = if fresh {
+                rows_writer_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr)
+            } else {
+                rows_kernel(&kname, &et, &params, &row_bind, &lets, &root_expr)
+            };
             let run = if fresh {
                 let made = make(
                     quote!(__row),
@@ -1931,6 +1950,33 @@ fn rows_kernel(
                         __orow[__j] = #root_expr;
                     }
                 }
+            }
+        }
+    }
+}
+
+/// [`rows_kernel`] for a fresh result: the block arrives write-only
+/// (the runtime's `compiled::OutBlock`) and each element is stored once.
+fn rows_writer_kernel(
+    kname: &Ident,
+    et: &TokenStream,
+    params: &[TokenStream],
+    row_bind: &[TokenStream],
+    lets: &TokenStream,
+    root_expr: &TokenStream,
+) -> TokenStream {
+    quote! {
+        ::grafo::__private::multiversion! {
+            fn #kname(__first: usize, __out: ::grafo::__private::compiled::OutBlock<'_, #et>, __row: usize #(, #params)*) {
+                __out.write_rows(__row, |__ri: usize| {
+                    let __r = __first + __ri;
+                    let __n = __row;
+                    #(#row_bind)*
+                    move |__j: usize| -> #et {
+                        #lets
+                        #root_expr
+                    }
+                });
             }
         }
     }
