@@ -303,11 +303,6 @@ where
     Ok(out.into_vec())
 }
 
-/// How many bytes of a fresh result a row-fused kernel initialises at a time before it writes
-/// them ([`first_touch_rows`]): small enough that the block is still in the core's L2 when the
-/// kernel's stores arrive, so the result crosses the memory bus once.
-const FIRST_TOUCH_BLOCK_BYTES: usize = 64 << 10;
-
 /// The output buffer of a kernel that writes it in parallel blocks: either a reused buffer
 /// (already initialised) or a fresh one that each block initialises just before the kernel
 /// writes it, while it is in cache (see [`fresh_by_blocks`]).
@@ -360,13 +355,12 @@ impl<T: Element> OutBuf<T> {
     }
 
     /// All of the buffer as one block (for a kernel that runs on the calling thread).
-    pub fn whole(&mut self) -> &mut [T] {
+    pub fn whole_block(&mut self) -> OutBlock<'_, T> {
         OutBlock {
             data: &mut self.buf[..],
             initialised: &self.initialised,
             reused: self.reused,
         }
-        .init()
     }
 
     /// The buffer in blocks of `block_len` elements (the last may be shorter), to be
@@ -482,6 +476,18 @@ impl<'a, T: Element> OutBlock<'a, T> {
         }
     }
 
+    /// The block as a row writer, `row` elements a row (see [`OutRows`]).
+    #[inline]
+    pub fn rows(self, row: usize) -> OutRows<'a, T> {
+        OutRows {
+            data: self.data,
+            row,
+            next: 0,
+            initialised: self.initialised,
+            reused: self.reused,
+        }
+    }
+
     /// How many elements the block holds.
     #[inline]
     pub fn len(&self) -> usize {
@@ -495,12 +501,43 @@ impl<'a, T: Element> OutBlock<'a, T> {
     }
 }
 
-/// How many rows of `row_bytes` bytes a first-touch block of a row-parallel kernel holds:
-/// about [`FIRST_TOUCH_BLOCK_BYTES`], at least one row, at most `chunk_rows` (the rows
-/// [`crate::parallel::units_per_chunk`] gives one task).
-#[inline]
-pub fn first_touch_rows(chunk_rows: usize, row_bytes: usize) -> usize {
-    (FIRST_TOUCH_BLOCK_BYTES / row_bytes.max(1)).clamp(1, chunk_rows.max(1))
+/// A block of an [`OutBuf`] written one row after the other by a row-fused kernel (W4's
+/// statistics and normalised rows): each [`OutRows::write_row`] stores the next row whole
+/// and hands it back for the later ops of the same row to read. What was written is counted
+/// when the writer is dropped, so [`OutBuf::into_vec`] knows whether every element was.
+pub struct OutRows<'a, T: Element> {
+    data: &'a mut [MaybeUninit<T>],
+    row: usize,
+    /// Elements written so far: `data[..next]`.
+    next: usize,
+    initialised: &'a AtomicUsize,
+    reused: bool,
+}
+
+impl<T: Element> OutRows<'_, T> {
+    /// Stores the next row, its element `j` being `f(j)`, and returns it.
+    ///
+    /// Panics if the block has no row left (the kernels write exactly the rows they are given).
+    #[inline(always)]
+    pub fn write_row(&mut self, mut f: impl FnMut(usize) -> T) -> &[T] {
+        let start = self.next;
+        let row = &mut self.data[start..start + self.row];
+        for (j, x) in row.iter_mut().enumerate() {
+            x.write(f(j));
+        }
+        self.next = start + self.row;
+        // SAFETY: every element of `row` was written just above, and `MaybeUninit<T>` has the
+        // layout of `T`; the shared borrow lives no longer than the writer's.
+        unsafe { &*(row as *const [MaybeUninit<T>] as *const [T]) }
+    }
+}
+
+impl<T: Element> Drop for OutRows<'_, T> {
+    fn drop(&mut self) {
+        if !self.reused {
+            self.initialised.fetch_add(self.next, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Checks at entry that the value of op `op`, of `shape` (some dims symbolic), has an
@@ -627,7 +664,7 @@ mod tests {
     /// kernel never took leave zeros, never uninitialised memory.
     #[test]
     fn out_buf_blocks_cover_the_buffer() {
-        for len in [0usize, 1, 7, 1023, 3 * FIRST_TOUCH_BLOCK_BYTES / 4 + 3] {
+        for len in [0usize, 1, 7, 1023, 3 * 16384 + 3] {
             for block in [1usize, 7, 4096] {
                 let mut fresh = OutBuf::<f64>::fresh("test", len).unwrap();
                 let mut reused = OutBuf::reused(vec![-1.0f64; len]);
@@ -655,9 +692,44 @@ mod tests {
             let v = partly.into_vec();
             assert!(v.iter().all(|&x| x == 0 || x == 3) && v.len() == len);
             let mut whole = OutBuf::<f32>::fresh("test", len).unwrap();
-            assert!(whole.whole().iter().all(|&x| x == 0.0));
+            assert!(whole.whole_block().init().iter().all(|&x| x == 0.0));
             assert_eq!(whole.into_vec().len(), len);
         }
+    }
+
+    /// Row writers store whole rows in order and hand each back; a block whose writer stopped
+    /// early makes the result zero-filled, fresh or not partly uninitialised.
+    #[test]
+    fn out_rows_write_rows_in_order() {
+        for (rows, row) in [(0usize, 3usize), (1, 1), (7, 5), (1023, 1), (4, 0)] {
+            let len = rows * row;
+            let mut buf = OutBuf::<f32>::fresh("test", len).unwrap();
+            buf.par_blocks(row.max(1) * 3)
+                .enumerate()
+                .for_each(|(i, b)| {
+                    let n = b.len() / row.max(1);
+                    let mut w = b.rows(row);
+                    for r in 0..n {
+                        let got = w.write_row(|j| ((i * 3 + r) * row + j) as f32);
+                        assert_eq!(got.len(), row);
+                        assert!(got
+                            .iter()
+                            .enumerate()
+                            .all(|(j, &x)| x == ((i * 3 + r) * row + j) as f32));
+                    }
+                });
+            let v = buf.into_vec();
+            assert!(
+                v.iter().enumerate().all(|(i, &x)| x == i as f32),
+                "{rows}x{row}"
+            );
+        }
+        let mut buf = OutBuf::<i64>::fresh("test", 12).unwrap();
+        {
+            let mut w = buf.whole_block().rows(4);
+            w.write_row(|j| j as i64 + 1);
+        }
+        assert_eq!(buf.into_vec(), vec![0; 12]);
     }
 
     /// A result whose size does not fit is an error, not an abort.

@@ -749,11 +749,21 @@ impl<'a> Emitter<'a> {
         let mut body = TokenStream::new();
         let mut out_params = Vec::new();
         let mut out_args = Vec::new();
+        // Row writers are rebound mutable inside the kernel (`multiversion!` takes plain names).
+        let mut rebind = TokenStream::new();
         let mut per_row = Vec::new();
         for (k, g) in groups.iter().enumerate() {
             let o = format_ident!("__o{}", k);
             let et = elem_ty(self.node(g.root).dtype);
-            out_params.push(quote!(#o: &mut [#et]));
+            // Fresh outputs arrive as write-only row writers: each element is stored once.
+            if by_blocks {
+                rebind.extend(quote!(let mut #o = #o;));
+            }
+            out_params.push(if by_blocks {
+                quote!(#o: ::grafo::__private::compiled::OutRows<'_, #et>)
+            } else {
+                quote!(#o: &mut [#et])
+            });
             let vid = v(g.root);
             out_args.push(quote!(#vid));
             if g.kind == GroupKind::Reduce {
@@ -762,9 +772,16 @@ impl<'a> Emitter<'a> {
                 let accumulate = rc.accumulate;
                 let fin = (rc.finish)(quote!(__total), quote!(__n));
                 let s = format_ident!("__s{}", g.root.0);
-                body.extend(quote! {
-                    #o[__ri] = { #accumulate #fin };
-                    let #s: #et = #o[__ri];
+                body.extend(if by_blocks {
+                    quote! {
+                        let #s: #et = { #accumulate #fin };
+                        #o.write_row(|_| #s);
+                    }
+                } else {
+                    quote! {
+                        #o[__ri] = { #accumulate #fin };
+                        let #s: #et = #o[__ri];
+                    }
                 });
                 reads.insert(g.root, quote!(#s));
             } else {
@@ -772,15 +789,24 @@ impl<'a> Emitter<'a> {
                 let lp = self.loop_plan(g);
                 let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &reads);
                 let y = format_ident!("__y{}", g.root.0);
-                body.extend(quote! {
-                    {
-                        let __orow = &mut #o[__ri * __n..__ri * __n + __n];
-                        for __j in 0..__n {
+                body.extend(if by_blocks {
+                    quote! {
+                        let #y: &[#et] = #o.write_row(|__j: usize| -> #et {
                             #lets
-                            __orow[__j] = #root_expr;
-                        }
+                            #root_expr
+                        });
                     }
-                    let #y: &[#et] = &#o[__ri * __n..__ri * __n + __n];
+                } else {
+                    quote! {
+                        {
+                            let __orow = &mut #o[__ri * __n..__ri * __n + __n];
+                            for __j in 0..__n {
+                                #lets
+                                __orow[__j] = #root_expr;
+                            }
+                        }
+                        let #y: &[#et] = &#o[__ri * __n..__ri * __n + __n];
+                    }
                 });
                 reads.insert(g.root, quote!(#y[__j]));
                 slices.push(y);
@@ -810,9 +836,12 @@ impl<'a> Emitter<'a> {
             Vec<TokenStream>,
             TokenStream,
         ) = if by_blocks {
-            let et0 = elem_ty(self.node(roots[0]).dtype);
             (
-                out_args.iter().map(|o| quote!(#o.whole())).collect(),
+                out_args
+                    .iter()
+                    .zip(&per_row)
+                    .map(|(o, p)| quote!(#o.whole_block().rows(#p)))
+                    .collect(),
                 out_args
                     .iter()
                     .zip(&per_row)
@@ -820,9 +849,10 @@ impl<'a> Emitter<'a> {
                     .collect(),
                 chunk_names
                     .iter()
-                    .map(|c| quote!(let #c = #c.init();))
+                    .zip(&per_row)
+                    .map(|(c, p)| quote!(let #c = #c.rows(#p);))
                     .collect(),
-                quote!(let __block = ::grafo::__private::compiled::first_touch_rows(__chunk, __n * ::std::mem::size_of::<#et0>());),
+                quote!(let __block = __chunk;),
             )
         } else {
             (
@@ -849,6 +879,7 @@ impl<'a> Emitter<'a> {
             #(#pre)*
             ::grafo::__private::multiversion! {
                 fn #kname(__first: usize, __nrows: usize, __n: usize, #(#out_params,)* #(#params),*) {
+                    #rebind
                     for __ri in 0..__nrows {
                         let __r = __first + __ri;
                         #(#row_bind)*
@@ -870,8 +901,8 @@ impl<'a> Emitter<'a> {
                             .into_par_iter()
                             .enumerate()
                             .for_each(|(__i, (#(#chunk_names,)*))| {
-                                #(#init_blocks)*
                                 let __nrows = #first_chunk.len() / #first_per_row;
+                                #(#init_blocks)*
                                 #kname(__i * __block, __nrows, __n, #(#chunk_names,)* #(#args),*)
                             });
                     }
