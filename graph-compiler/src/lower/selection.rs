@@ -374,6 +374,20 @@ impl Lowerer<'_> {
     }
 
     /// A `reshape` view of `x` to `shape` (`expand_dims`, `squeeze`, `stack`'s new axis).
+    /// `x` (of `shape`) with axes of size 1 inserted at `new_axes` (positions in the result,
+    /// ascending): ndarray's `NewAxis` and TF's `new_axis_mask`. A view; `x` itself when there
+    /// are none.
+    fn with_new_axes(&mut self, x: NodeId, shape: Shape, new_axes: &[usize], span: Span) -> NodeId {
+        if new_axes.is_empty() {
+            return x;
+        }
+        let mut with_new = shape;
+        for &at in new_axes {
+            with_new.insert(at, Dim::Const(1));
+        }
+        self.view_as(x, with_new, span)
+    }
+
     fn view_as(&mut self, x: NodeId, shape: Shape, span: Span) -> NodeId {
         if self.is_poisoned(&[x]) {
             return self.poisoned(span);
@@ -589,14 +603,7 @@ impl Lowerer<'_> {
                     axes,
                 };
                 let id = self.sel_node(op, inputs, xn.dtype, shape.clone(), span);
-                if new_axes.is_empty() {
-                    return Value::Tensor(id);
-                }
-                let mut with_new = shape;
-                for &at in &new_axes {
-                    with_new.insert(at, Dim::Const(1));
-                }
-                Value::Tensor(self.view_as(id, with_new, span))
+                Value::Tensor(self.with_new_axes(id, shape, &new_axes, span))
             }
             Err((a, msg)) => {
                 let msg = format!("{msg} (the tensor is {})", type_str(xn.dtype, &xn.shape));
@@ -741,14 +748,7 @@ impl Lowerer<'_> {
                     axes,
                 };
                 let id = self.sel_node(op, vec![x], xn.dtype, shape.clone(), span);
-                if new_axes.is_empty() {
-                    return Value::Tensor(id);
-                }
-                let mut with_new = shape;
-                for &at in &new_axes {
-                    with_new.insert(at, Dim::Const(1));
-                }
-                Value::Tensor(self.view_as(id, with_new, span))
+                Value::Tensor(self.with_new_axes(id, shape, &new_axes, span))
             }
             Err((_, msg)) => {
                 let msg = format!("`{name}`: {msg} (the tensor is {ty})");
