@@ -46,6 +46,11 @@ const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
     (300, 200, 300),
     (520, 300, 70),
     (1100, 70, 33),
+    // The AVX-512 f32 tiles (6 rows, up to 64 columns): `b` packed 64 wide with a tail of
+    // 36 over two equal slices of 260, and a narrow `b` packed 64 wide (50 columns) or 48.
+    (130, 520, 100),
+    (300, 40, 50),
+    (61, 70, 47),
 ];
 
 fn check_matmul<T: GemmElement>(seed: u64) {

@@ -49,11 +49,20 @@ pub fn row_align() -> usize {
 pub const MIN_BLOCK_ROWS: usize = 60;
 
 /// When row blocks alone are too few to keep every thread busy, each is also split into
-/// column panels of at least this many columns (a multiple of `COL_ALIGN`).
+/// column panels of at least this many columns (a multiple of [`col_align`]).
 pub const MIN_PANEL_COLS: usize = 64;
 
-/// Column panel widths are rounded up to a multiple of this (the micro-kernel's column count).
-pub const COL_ALIGN: usize = 16;
+/// Column panel widths are rounded up to a multiple of this: the width of the packed
+/// micro-panels of `b` (64 for the wide AVX-512 f32 tiles, 16 otherwise; a multiple of
+/// every float kernel's width).
+#[inline]
+pub fn col_align() -> usize {
+    if crate::cpu::avx512_tiles() {
+        64
+    } else {
+        16
+    }
+}
 
 /// Element types the GEMM core handles: `f32`, `f64`, `i32`, `i64`.
 pub trait GemmElement: Numeric {
@@ -147,7 +156,7 @@ pub trait GemmElement: Numeric {
     }
 
     /// `c[m, w] = a[m, k] * b[k, j0..j0 + w]` with `b` pre-packed ([`with_prepacked_b`]);
-    /// `j0` is a multiple of [`COL_ALIGN`]. Otherwise as [`gemm_strided`].
+    /// `j0` is a multiple of [`col_align`]. Otherwise as [`gemm_strided`].
     ///
     /// # Safety
     /// As for [`gemm_strided`].
@@ -249,7 +258,7 @@ macro_rules! prepack_impl {
             c: *mut $t,
             ldc: usize,
         ) {
-            assert!(k == b.k && j0 + w <= b.n_pad && j0.is_multiple_of(COL_ALIGN));
+            assert!(k == b.k && j0 + w <= b.n_pad && j0.is_multiple_of(col_align()));
             // SAFETY: the caller vouches for `a` and `c`; `b` holds k x n_pad packed.
             unsafe {
                 packed::gemm_prepacked::<$t>(m, k, w, a, lda, b.data.as_ptr(), b.n_pad, j0, c, ldc)
@@ -588,10 +597,11 @@ pub fn block_plan(m: usize, k: usize, n: usize, batch: usize) -> BlockPlan {
         .min(n / MIN_PANEL_COLS)
         .min(block_macs / MIN_BLOCK_MACS)
         .max(1);
-    let cols = n.div_ceil(panels).div_ceil(COL_ALIGN) * COL_ALIGN;
+    let col_align = col_align();
+    let cols = n.div_ceil(panels).div_ceil(col_align) * col_align;
     BlockPlan {
         rows,
-        cols: cols.max(n.min(COL_ALIGN)),
+        cols: cols.max(n.min(col_align)),
     }
 }
 
@@ -831,8 +841,27 @@ mod packed {
         /// The free buffers for pre-packed `b` matrices of this type.
         fn shared_pool() -> &'static Mutex<Vec<Vec<Self>>>;
 
-        /// Columns of this CPU's micro-kernel (the packed panel width of `b`).
-        fn nr() -> usize;
+        /// Columns of the packed micro-panels of `b` for a product of `n` columns on this
+        /// CPU's micro-kernel.
+        fn nr(n: usize) -> usize;
+
+        /// Rows of `b` in each slice of the shared dimension for a product with `k` of
+        /// them: slices of `b` are packed (and pre-packed by [`prepack_b`]) this deep.
+        fn slice_kc(k: usize) -> usize;
+
+        /// Packs the `kc x nc` slice at `b` (row stride `ldb`) into `nr`-wide micro-panels,
+        /// as [`pack_b`] does, with this CPU's fastest moves.
+        ///
+        /// # Safety
+        /// As for [`pack_b`].
+        unsafe fn pack_slice(
+            kc: usize,
+            nc: usize,
+            nr: usize,
+            b: *const Self,
+            ldb: usize,
+            dst: &mut [Self],
+        );
 
         /// Runs the product on the best micro-kernel for this CPU, `b` from `src`.
         ///
@@ -917,7 +946,7 @@ mod packed {
     /// Implements [`PackElem`] for a float type: its two buffer pools, and dispatch to the
     /// AVX-512 micro-kernel `$avx512`, the AVX2+FMA one `$avx2` or the portable tile.
     macro_rules! pack_elem {
-        ($t:ty, $avx2:ty, $avx512:ty) => {
+        ($t:ty, $avx2:ty, $avx512:ty $(, $wide:path)?) => {
             impl PackElem for $t {
                 fn shared_pool() -> &'static Mutex<Vec<Vec<$t>>> {
                     static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
@@ -930,15 +959,42 @@ mod packed {
                 }
 
                 #[inline]
-                fn nr() -> usize {
+                fn nr(n: usize) -> usize {
+                    let _ = n;
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     {
                         const _: () = assert!(<$avx2 as Kernel>::NR == <$avx512 as Kernel>::NR);
+                        $(if avx512_tiles() {
+                            let _ = $wide;
+                            return wide::panel(n);
+                        })?
                         if level() >= Level::Avx2Fma {
                             return <$avx2 as Kernel>::NR;
                         }
                     }
                     PNR
+                }
+
+                #[inline]
+                unsafe fn pack_slice(kc: usize, nc: usize, nr: usize, b: *const $t, ldb: usize, dst: &mut [$t]) {
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    $(if avx512_tiles() && nr.is_multiple_of(16) {
+                        let _ = $wide;
+                        // SAFETY: `avx512_tiles` vouches for AVX-512; forwarded contract.
+                        return unsafe { wide::pack_b(kc, nc, nr, b, ldb, dst) };
+                    })?
+                    // SAFETY: forwarded contract.
+                    unsafe { pack_b(kc, nc, nr, b, ldb, dst) }
+                }
+
+                #[inline]
+                fn slice_kc(k: usize) -> usize {
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    $(if avx512_tiles() {
+                        let _ = $wide;
+                        return wide::slice_kc(k);
+                    })?
+                    KC.min(k)
                 }
 
                 #[inline]
@@ -997,6 +1053,11 @@ mod packed {
                     }
 
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+                    $(if avx512_tiles() {
+                        // SAFETY: as below for the AVX-512 driver.
+                        return unsafe { $wide(m, k, n, a, lda, b, c, ldc) };
+                    })?
+                    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     if avx512_tiles() {
                         // SAFETY: `avx512_tiles` is true only at `Level::Avx512`, which
                         // `cpu::detect` grants only after detecting AVX-512 F/VL/BW/DQ, AVX2
@@ -1015,7 +1076,7 @@ mod packed {
         };
     }
 
-    pack_elem!(f32, avx2::F32x6x16, avx512::F32x24x16);
+    pack_elem!(f32, avx2::F32x6x16, avx512::F32x24x16, wide::driver);
     pack_elem!(f64, avx2::F64x6x8, avx512::F64x24x8);
     /// `c[m, n] = a[m, k] * b[k, n]` (row-major, row strides `lda`, `ldb`, `ldc`); `k > 0`.
     ///
@@ -1189,7 +1250,7 @@ mod packed {
 
     /// Elements of `b` (`k x n`) packed whole for this CPU's kernel.
     pub fn prepacked_len<T: PackElem>(k: usize, n: usize) -> usize {
-        k * round_up(n, T::nr())
+        k * round_up(n, T::nr(n))
     }
 
     /// Packs all of `b` (`k x n`, row stride `n`) for this CPU's kernel into `dst`
@@ -1197,20 +1258,24 @@ mod packed {
     /// inside it micro-panel `q` at `q * NR * kc`. Slices are packed in parallel.
     pub fn prepack_b<T: PackElem>(k: usize, n: usize, b: &[T], dst: &mut [T]) {
         use rayon::prelude::*;
-        let nr = T::nr();
+        let nr = T::nr(n);
         let n_pad = round_up(n, nr);
         assert!(b.len() >= k * n && dst.len() >= k * n_pad);
+        let kc_max = T::slice_kc(k);
         let pack = |(s, out): (usize, &mut [T])| {
-            let pc = s * KC;
-            let kc = KC.min(k - pc);
+            let pc = s * kc_max;
+            let kc = kc_max.min(k - pc);
             // SAFETY: rows pc..pc+kc of `b` are in bounds (asserted above).
-            unsafe { pack_b(kc, n, nr, b.as_ptr().add(pc * n), n, out) };
+            unsafe { T::pack_slice(kc, n, nr, b.as_ptr().add(pc * n), n, out) };
         };
         let slices = &mut dst[..k * n_pad];
         if k * n >= 1 << 16 {
-            slices.par_chunks_mut(KC * n_pad).enumerate().for_each(pack);
+            slices
+                .par_chunks_mut(kc_max * n_pad)
+                .enumerate()
+                .for_each(pack);
         } else {
-            slices.chunks_mut(KC * n_pad).enumerate().for_each(pack);
+            slices.chunks_mut(kc_max * n_pad).enumerate().for_each(pack);
         }
     }
 
@@ -1396,6 +1461,12 @@ mod packed {
                 (true, 16) => unsafe { pack_b_rows::<T, 16>(b.add(j0), ldb, out) },
                 // SAFETY: as above with 8 columns.
                 (true, 8) => unsafe { pack_b_rows::<T, 8>(b.add(j0), ldb, out) },
+                // SAFETY: as above with 64, 48 or 32 columns.
+                (true, 64) => unsafe { pack_b_rows::<T, 64>(b.add(j0), ldb, out) },
+                // SAFETY: as above.
+                (true, 48) => unsafe { pack_b_rows::<T, 48>(b.add(j0), ldb, out) },
+                // SAFETY: as above.
+                (true, 32) => unsafe { pack_b_rows::<T, 32>(b.add(j0), ldb, out) },
                 _ => {
                     for (p, row) in out.chunks_exact_mut(nr).enumerate() {
                         // SAFETY: p < kc and j0 + w <= nc: row p, columns j0..j0+w of the
@@ -1415,6 +1486,21 @@ mod packed {
     /// `b` is valid for `out.len() / NR` rows of `NR` at stride `ldb`.
     #[inline(always)]
     unsafe fn pack_b_rows<T: PackElem, const NR: usize>(b: *const T, ldb: usize, out: &mut [T]) {
+        // Rows wider than 16 are copied 16 at a time: a copy of 64 bytes compiles to vector
+        // moves, a copy of 128 or more to a memmove call (7% of W2's time with 64-wide panels).
+        const CH: usize = 16;
+        if NR > CH && NR.is_multiple_of(CH) {
+            for (p, row) in out.chunks_exact_mut(NR).enumerate() {
+                for (q, dst) in row.chunks_exact_mut(CH).enumerate() {
+                    // SAFETY: row p holds NR elements (the caller's contract), q * CH + CH <= NR.
+                    let src: [T; CH] = unsafe {
+                        std::ptr::read_unaligned(b.add(p * ldb + q * CH) as *const [T; CH])
+                    };
+                    dst.copy_from_slice(&src);
+                }
+            }
+            return;
+        }
         for (p, row) in out.chunks_exact_mut(NR).enumerate() {
             // SAFETY: row p holds NR elements (the caller's contract).
             let src: [T; NR] =
@@ -1970,6 +2056,300 @@ mod packed {
 
         kernel_impl!(F32x24x16, f32, 16, tile_f32);
         kernel_impl!(F64x24x8, f64, 8, tile_f64);
+    }
+
+    /// The AVX-512 f32 driver of products: 6-row tiles up to four vectors (64 columns) wide,
+    /// the shape the `gemm` crate runs on AVX-512 (its 64 x 6 tile, transposed).
+    ///
+    /// Each step of the 6 x 64 tile loads four vectors of `b` and broadcasts six values of
+    /// `a` for 24 FMAs: 10 loads per 24 FMAs, where the 24 x 16 tile needs 25. The loops
+    /// differ from BLIS's ([`driver_on`]) as the `gemm` crate's do: a slice of `b` (`kc x
+    /// NB`, packed in 64-wide micro-panels, or narrower for a narrow `b`) stays in L2 and each
+    /// tile of rows walks it along its columns, so the six rows of `a` (read in place) stay
+    /// in L1 while `b` streams from L2. `k` is cut into equal slices up to 512 deep (W2's
+    /// 784 is two of 392, not 256 + 256 + 256 + 16), and the step loop is unrolled four
+    /// times (12% faster than not unrolled on the Xeon: the loop's own bookkeeping).
+    ///
+    /// Every output element is the same chain of FMAs in the same order whatever the
+    /// column panel, row block or pre-packing, so results do not depend on the thread count.
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    pub mod wide {
+        #[cfg(target_arch = "x86")]
+        use std::arch::x86::*;
+        #[cfg(target_arch = "x86_64")]
+        use std::arch::x86_64::*;
+
+        use super::{with_pack, ASrc, BSrc, Rows, ALIGN_BYTES};
+
+        /// Rows of the tile.
+        pub const MR: usize = 6;
+        /// Vectors of the widest tile.
+        const V: usize = 4;
+        /// Lanes of a vector.
+        const L: usize = 16;
+        /// Columns of the packed micro-panels of `b`: the widest tile's.
+        pub const NR: usize = V * L;
+        /// Deepest slice of the shared dimension: fewer passes over `c` than the BLIS
+        /// driver's `KC`; `k` is cut into equal slices no deeper than this.
+        pub const KC: usize = 512;
+        /// Columns of the slice of `b` kept in L2 (`KC x NB` f32 is 1 MiB).
+        pub const NB: usize = 512;
+
+        const _: () = assert!(KC * NB <= super::KC * super::NC && NB.is_multiple_of(NR));
+
+        /// Columns of the packed micro-panels of `b` for a product of `n` columns: 64, or `n`
+        /// rounded up to whole vectors when narrower, so that a narrow `b` packs densely.
+        #[inline]
+        pub fn panel(n: usize) -> usize {
+            if n >= NR {
+                NR
+            } else {
+                n.div_ceil(L).max(1) * L
+            }
+        }
+
+        /// Depth of the slices for a shared dimension of `k`: equal slices of at most `KC`.
+        #[inline]
+        pub fn slice_kc(k: usize) -> usize {
+            k.div_ceil(k.div_ceil(KC).max(1)).max(1)
+        }
+
+        /// Steps of the shared dimension per turn of the tile's loop.
+        const UNROLL: usize = 4;
+
+        /// One step `p` of a tile: `acc[r][w] += a(r, p) * b[p * ps + 16 w ..][..16]`.
+        ///
+        /// # Safety
+        /// AVX-512 F present; `(r, p)` inside `a` for `r < 6`, `W` vectors of row `p` inside `b`.
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+        #[inline]
+        unsafe fn step<const W: usize, A: ASrc<f32>>(
+            acc: &mut [[__m512; W]; MR],
+            a: A,
+            b: *const f32,
+            ps: usize,
+            p: usize,
+        ) {
+            // SAFETY: vector w < W of row p is inside the caller's panel.
+            let bv: [__m512; W] =
+                std::array::from_fn(|w| unsafe { _mm512_loadu_ps(b.add(p * ps + w * L)) });
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                // SAFETY: r < 6: (r, p) is inside the caller's rows of `a`.
+                let av = _mm512_set1_ps(unsafe { *a.at(r, p) });
+                for w in 0..W {
+                    acc_r[w] = _mm512_fmadd_ps(av, bv[w], acc_r[w]);
+                }
+            }
+        }
+
+        /// `c[..mr, ..nr] (+)= a[6, kc] * b[kc, 16 W]`: `a` read through `A`, `b` the first
+        /// `W` vectors of a packed micro-panel (row `p` at `b + p * ps`).
+        ///
+        /// # Safety
+        /// AVX-512 F present; `a` valid for `kc` steps of 6 rows, the panel for `kc` rows of
+        /// `ps >= 16 W`, `c` valid for `mr <= 6` rows of `16 (W - 1) < nr <= 16 W` at stride `ldc`.
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+        #[inline]
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn tile<const W: usize, A: ASrc<f32>>(
+            kc: usize,
+            a: A,
+            b: *const f32,
+            c: *mut f32,
+            ps: usize,
+            ldc: usize,
+            mr: usize,
+            nr: usize,
+            accumulate: bool,
+        ) {
+            let mut acc = [[_mm512_setzero_ps(); W]; MR];
+            let whole = kc / UNROLL * UNROLL;
+            let mut p = 0;
+            while p < whole {
+                for u in 0..UNROLL {
+                    // SAFETY: p + u < kc: inside the caller's operands.
+                    unsafe { step::<W, A>(&mut acc, a, b, ps, p + u) };
+                }
+                p += UNROLL;
+            }
+            while p < kc {
+                // SAFETY: as above.
+                unsafe { step::<W, A>(&mut acc, a, b, ps, p) };
+                p += 1;
+            }
+            for (r, acc_r) in acc.iter().enumerate().take(mr) {
+                for (w, &x) in acc_r.iter().enumerate() {
+                    let lanes = nr.saturating_sub(w * L).min(L);
+                    // SAFETY: r < mr and the first `lanes` columns of vector w are inside
+                    // row r of the caller's `c`; a masked load or store touches no other lane.
+                    unsafe {
+                        let dst = c.add(r * ldc + w * L);
+                        if lanes == L {
+                            let x = if accumulate {
+                                _mm512_add_ps(_mm512_loadu_ps(dst), x)
+                            } else {
+                                x
+                            };
+                            _mm512_storeu_ps(dst, x);
+                        } else if lanes > 0 {
+                            let mask = ((1u32 << lanes) - 1) as __mmask16;
+                            let x = if accumulate {
+                                _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), x)
+                            } else {
+                                x
+                            };
+                            _mm512_mask_storeu_ps(dst, mask, x);
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Packs the `kc x nb` slice at `b` (row stride `ldb`) into micro-panels `ps` wide
+        /// (`ps` a multiple of 16; panel `q` at `q * kc * ps`, row `p` of it at `+ p * ps`),
+        /// zero padded, as [`super::pack_b`] does, row by row of `b` with 512-bit moves.
+        ///
+        /// # Safety
+        /// AVX-512 F present; `b` valid for `kc` rows of `nb` at stride `ldb`; `dst` holds
+        /// `kc * round_up(nb, ps)` elements.
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+        #[inline]
+        pub unsafe fn pack_b(
+            kc: usize,
+            nb: usize,
+            ps: usize,
+            b: *const f32,
+            ldb: usize,
+            dst: &mut [f32],
+        ) {
+            let panels = nb.div_ceil(ps);
+            assert!(ps.is_multiple_of(L) && dst.len() >= kc * panels * ps);
+            let d = dst.as_mut_ptr();
+            for p in 0..kc {
+                // SAFETY: row p < kc of `b` holds nb elements (the caller's contract).
+                let src = unsafe { b.add(p * ldb) };
+                for q in 0..panels {
+                    for v in 0..ps / L {
+                        let j = q * ps + v * L;
+                        let lanes = nb.saturating_sub(j).min(L);
+                        // SAFETY: the first `lanes` columns from j are inside row p (masked
+                        // lanes are not read); the panel element (q, p, v) is inside `dst`
+                        // (asserted above).
+                        unsafe {
+                            let x = if lanes == L {
+                                _mm512_loadu_ps(src.add(j))
+                            } else {
+                                _mm512_maskz_loadu_ps(
+                                    ((1u32 << lanes) - 1) as __mmask16,
+                                    src.add(j),
+                                )
+                            };
+                            _mm512_storeu_ps(d.add(q * kc * ps + p * ps + v * L), x);
+                        }
+                    }
+                }
+            }
+        }
+
+        /// The product `c[m, n] = a[m, k] * b` on the wide tiles; `m, n, k > 0`.
+        ///
+        /// # Safety
+        /// AVX-512 F/VL/BW/DQ, AVX2 and FMA present; otherwise as for
+        /// [`super::gemm_prepacked`].
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn driver(
+            m: usize,
+            k: usize,
+            n: usize,
+            a: *const f32,
+            lda: usize,
+            b: BSrc<f32>,
+            c: *mut f32,
+            ldc: usize,
+        ) {
+            let kc_max = slice_kc(k);
+            let align = ALIGN_BYTES / std::mem::size_of::<f32>();
+            with_pack::<f32, _>(|buf| {
+                let skip = buf.as_ptr().align_offset(ALIGN_BYTES).min(align);
+                // The packed panels' width: from the pre-packed layout, or made here.
+                let ps = match b {
+                    BSrc::Packed { n_pad, .. } => panel(n_pad),
+                    _ => panel(n),
+                };
+                let bp = &mut buf[skip..][..KC * NB];
+                // LOOP 5: column blocks of NB.
+                for jc in (0..n).step_by(NB) {
+                    let nb = NB.min(n - jc);
+                    // LOOP 4: slices of the shared dimension.
+                    for pc in (0..k).step_by(kc_max) {
+                        let kc = kc_max.min(k - pc);
+                        let accumulate = pc > 0;
+                        let b_slice = match b {
+                            BSrc::Raw(b, ldb) => {
+                                // SAFETY: rows pc..pc+kc, columns jc..jc+nb of `b` are in bounds.
+                                unsafe { pack_b(kc, nb, ps, b.add(pc * ldb + jc), ldb, bp) };
+                                bp.as_ptr()
+                            }
+                            BSrc::Transposed(b, ldbt) => {
+                                // SAFETY: columns jc..jc+nb (rows of the stored matrix), rows
+                                // pc..pc+kc of `b` are in bounds.
+                                unsafe {
+                                    super::pack_b_transposed(
+                                        kc,
+                                        nb,
+                                        ps,
+                                        b.add(jc * ldbt + pc),
+                                        ldbt,
+                                        bp,
+                                    )
+                                };
+                                bp.as_ptr()
+                            }
+                            BSrc::Packed { base, n_pad, j0 } => {
+                                // SAFETY: `prepack_b` put slice pc (rows pc..pc+kc, cut by
+                                // `slice_kc` as here) at pc * n_pad and, inside it, the panel
+                                // of column j0 + jc (a multiple of 64) at (j0 + jc) * kc.
+                                unsafe { base.add(pc * n_pad + (j0 + jc) * kc) }
+                            }
+                        };
+                        // LOOP 3: tiles of 6 rows; their rows of `a` stay in L1.
+                        for ir in (0..m).step_by(MR) {
+                            let mr = MR.min(m - ir);
+                            // `a` read in place; a short tile repeats its last row (never stored).
+                            // SAFETY: rows ir..ir+mr, columns pc..pc+kc of `a` are in bounds.
+                            let rows = Rows::<f32, MR>(std::array::from_fn(|r| unsafe {
+                                a.add((ir + r.min(mr - 1)) * lda + pc)
+                            }));
+                            // LOOP 2: tiles of up to 64 columns, along the slice of `b`.
+                            for jr in (0..nb).step_by(ps) {
+                                let nr = ps.min(nb - jr);
+                                // SAFETY: the tile (ir.., jc+jr..) of `c` holds mr x nr
+                                // elements; the panel at jr of the slice holds kc steps of ps.
+                                unsafe {
+                                    let bt = b_slice.add(jr * kc);
+                                    let ct = c.add(ir * ldc + jc + jr);
+                                    match nr.div_ceil(L) {
+                                        4 => tile::<4, _>(
+                                            kc, rows, bt, ct, ps, ldc, mr, nr, accumulate,
+                                        ),
+                                        3 => tile::<3, _>(
+                                            kc, rows, bt, ct, ps, ldc, mr, nr, accumulate,
+                                        ),
+                                        2 => tile::<2, _>(
+                                            kc, rows, bt, ct, ps, ldc, mr, nr, accumulate,
+                                        ),
+                                        _ => tile::<1, _>(
+                                            kc, rows, bt, ct, ps, ldc, mr, nr, accumulate,
+                                        ),
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            })
+        }
     }
 }
 
