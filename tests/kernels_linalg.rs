@@ -177,9 +177,33 @@ fn block_plans_cover_the_output() {
         assert!(plan.rows >= 1 && plan.rows <= m, "{plan:?}");
         assert!(plan.cols >= 1, "{plan:?}");
     }
-    // A tall product is split by rows only; a short wide one gets column panels.
-    assert!(block_plan(1024, 1024, 1024, 1).cols >= 1024);
-    assert!(block_plan(40, 100, 200, 1).cols < 200);
+    // On two threads, a tall product is split by rows only; a short wide one gets column
+    // panels.
+    let two = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    two.install(|| {
+        assert!(block_plan(1024, 1024, 1024, 1).cols >= 1024);
+        assert!(block_plan(40, 100, 200, 1).cols < 200);
+        assert!(block_plan(256, 784, 512, 1).rows < 256);
+    });
+    // On one, blocks hold up to 2^18 output elements (give or take the row alignment) and
+    // are never split into panels.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    one.install(|| {
+        assert_eq!(block_plan(256, 784, 512, 1).rows, 256);
+        let plan = block_plan(40, 100, 200, 1);
+        assert!(plan.rows == 40 && plan.cols >= 200, "{plan:?}");
+        let plan = block_plan(1024, 1024, 1024, 1);
+        assert!(
+            1024usize.div_ceil(plan.rows) == 4 && plan.cols >= 1024,
+            "{plan:?}"
+        );
+    });
 }
 
 #[test]

@@ -31,6 +31,12 @@ pub const MIN_BLOCK_MACS: usize = 1 << 18;
 /// take over its share.
 pub const BLOCKS_PER_THREAD: usize = 8;
 
+/// With a single thread, a block holds at most this many output elements (1 MiB of f32,
+/// half an L2): one thread needs no blocks for balance, and fewer blocks read `b` fewer
+/// times (one block of W2's 256 x 512 output instead of four: 256x512x10 39 -> 61 GFLOP/s,
+/// sgemm 256 98 -> 133, single thread, interleaved p10).
+pub const SINGLE_THREAD_BLOCK: usize = 1 << 18;
+
 /// Block row counts are rounded up to a multiple of this: the row count of the micro-kernel
 /// this CPU runs (6 for the AVX2 tile, 24 for the AVX-512 one), so that no block ends in a
 /// short tile except the last.
@@ -581,7 +587,13 @@ pub fn block_plan(m: usize, k: usize, n: usize, batch: usize) -> BlockPlan {
     let threads = rayon::current_num_threads().max(1);
     let per_row = k.max(1).saturating_mul(n.max(1));
     // Enough tasks in all for load balance, counting every batch.
-    let per_batch = (threads * BLOCKS_PER_THREAD).div_ceil(batch.max(1)).max(1);
+    let per_batch = if threads == 1 {
+        // Nothing to balance: blocks only as many as keep each one's output in cache for
+        // the epilogue (each extra block streams `b` from L3 once more).
+        m.saturating_mul(n).div_ceil(SINGLE_THREAD_BLOCK).max(1)
+    } else {
+        (threads * BLOCKS_PER_THREAD).div_ceil(batch.max(1)).max(1)
+    };
     // Row blocks: as many as wanted, but tall and heavy enough to amortise packing `b`.
     let rows = m
         .div_ceil(per_batch)
