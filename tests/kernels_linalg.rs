@@ -442,6 +442,45 @@ fn conv2d_pool_matches_conv_then_pool() {
     }
 }
 
+/// The strided form of the gather GEMM gives the table form's bits, for strides compiled
+/// into the AVX-512 tile and others, runs shorter and longer than one tile, and every column
+/// count the kernel takes.
+#[test]
+fn gemm_gather_strided_matches_the_table_form() {
+    let mut rng = Rng::new(77);
+    for &(stride, rows, n, k) in &[
+        (16usize, 24usize, 16usize, 144usize),
+        (16, 72, 16, 144),
+        (3, 25, 16, 27),
+        (1, 48, 32, 9),
+        (32, 23, 64, 288),
+        (5, 30, 16, 20),
+        (2, 100, 24, 8),
+        (64, 1, 8, 3),
+        (8, 0, 16, 4),
+    ] {
+        if !f32::has_gather_kernel(n) {
+            continue;
+        }
+        let cols: Vec<usize> = (0..k).map(|p| (p / 3) * 7 + p % 3).collect();
+        let span = rows.saturating_sub(1) * stride + cols.iter().max().unwrap() + 1;
+        let src: Vec<f32> = rng.values(span + 5);
+        let b: Vec<f32> = rng.values(k * n);
+        let first = 5;
+        let table: Vec<usize> = (0..rows).map(|r| first + r * stride).collect();
+        let mut want = vec![0.0f32; rows * n];
+        f32::gemm_gather(&src, &table, &cols, &b, n, &mut want);
+        let mut got = vec![1.0f32; rows * n];
+        f32::gemm_gather_strided(&src, first, stride, rows, &cols, &b, n, &mut got);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&got),
+            bits(&want),
+            "stride {stride} rows {rows} n {n} k {k}"
+        );
+    }
+}
+
 /// Naive permutation through ndarray's views.
 fn naive_transpose(x: &ArrayD<i64>, perm: &[usize]) -> Vec<i64> {
     x.clone()

@@ -31,8 +31,9 @@ pub const IM2COL_BLOCK_BYTES: usize = 1 << 17;
 /// Target size in bytes of one block of output: it should stay in L2 until the epilogue has run.
 pub const OUT_BLOCK_BYTES: usize = 1 << 18;
 
-/// Pixels handed to one gather-GEMM call (the size of its stack table of row offsets).
-const GATHER_PIXELS: usize = 64;
+/// Pixels handed to one gather-GEMM call (the size of its stack table of row offsets): three
+/// whole tiles of the 24-row AVX-512 kernel, twelve of the 6-row AVX2 one.
+const GATHER_PIXELS: usize = 72;
 
 /// Convolutions with fewer multiply-adds than this run on the calling thread.
 pub const SEQUENTIAL_MACS: usize = 1 << 16;
@@ -384,6 +385,8 @@ fn conv_block_gather<T: GemmElement>(
         block.fill(T::ZERO);
         return;
     }
+    // Neighbouring output pixels of one row read patches this far apart in `x`.
+    let step = g.stride * g.cin;
     T::with_scratch(GATHER_PIXELS * patch, |cols| {
         let mut offsets = [0usize; GATHER_PIXELS];
         let mut px = Pixel::at(g, p0);
@@ -394,7 +397,10 @@ fn conv_block_gather<T: GemmElement>(
             let mut cnt = 0;
             while q + cnt < rows && cnt < GATHER_PIXELS {
                 match (interior, px.interior_origin(g)) {
-                    (true, Some(origin)) => offsets[cnt] = origin,
+                    // An interior run stays on one output row: its patches are `step` apart.
+                    (true, Some(origin)) if cnt == 0 || origin == offsets[0] + cnt * step => {
+                        offsets[cnt] = origin
+                    }
                     (false, None) => {
                         im2col_pixel(x, g, px, &mut cols[cnt * patch..(cnt + 1) * patch]);
                         offsets[cnt] = cnt * patch;
@@ -407,7 +413,7 @@ fn conv_block_gather<T: GemmElement>(
             let out = &mut block[q * g.cout..(q + cnt) * g.cout];
             // LOOP 3 (in the micro-kernel): column panels, row tiles, the patch.
             if interior {
-                T::gemm_gather(x, &offsets[..cnt], &t.in_place, k, g.cout, out);
+                T::gemm_gather_strided(x, offsets[0], step, cnt, &t.in_place, k, g.cout, out);
             } else {
                 T::gemm_gather(cols, &offsets[..cnt], &t.copied, k, g.cout, out);
             }

@@ -203,6 +203,30 @@ pub trait GemmElement: Numeric {
     /// gathered from `src` (row `r` starts at `rows[r]`, column `p` sits `cols[p]` further),
     /// so conv2d reads input patches in place instead of copying them (im2col).
     ///
+    /// [`gemm_gather`](GemmElement::gemm_gather) for rows at a constant stride: row `r`
+    /// starts at `first + r * stride` (a run of interior conv2d pixels along one output row).
+    /// The same values, bit for bit, as the table form; the f32 kernel reads each row at a
+    /// constant displacement instead of loading a row pointer per element.
+    ///
+    /// Only called when [`has_gather_kernel`](GemmElement::has_gather_kernel) said yes.
+    /// Panics if an index falls outside a slice.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn gemm_gather_strided(
+        src: &[Self],
+        first: usize,
+        stride: usize,
+        rows: usize,
+        cols: &[usize],
+        b: &[Self],
+        n: usize,
+        out: &mut [Self],
+    ) {
+        gather_rows_in_chunks(first, stride, 0..rows, n, out, |table, out| {
+            Self::gemm_gather(src, table, cols, b, n, out)
+        })
+    }
+
     /// Only called when [`has_gather_kernel`](GemmElement::has_gather_kernel) said yes.
     /// Panics if an index falls outside a slice.
     #[inline]
@@ -337,6 +361,20 @@ impl GemmElement for f32 {
         out: &mut [f32],
     ) {
         gather_f32::gemm_gather(src, rows, cols, b, n, out)
+    }
+
+    #[inline]
+    fn gemm_gather_strided(
+        src: &[f32],
+        first: usize,
+        stride: usize,
+        rows: usize,
+        cols: &[usize],
+        b: &[f32],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        gather_f32::gemm_gather_strided(src, first, stride, rows, cols, b, n, out)
     }
 
     #[inline]
@@ -789,6 +827,30 @@ fn operand_len(batch: usize, stride: usize, matrix: usize) -> usize {
     }
 }
 
+/// Runs `gather(table, out_rows)` over rows `rows` of a strided gather (row `r` at
+/// `first + r * stride`) in chunks of at most 64, each with its offset table on the stack, so
+/// the table form of a strided gather allocates nothing.
+fn gather_rows_in_chunks<T>(
+    first: usize,
+    stride: usize,
+    rows: std::ops::Range<usize>,
+    n: usize,
+    out: &mut [T],
+    mut gather: impl FnMut(&[usize], &mut [T]),
+) {
+    const CHUNK: usize = 64;
+    let mut table = [0usize; CHUNK];
+    let mut r0 = rows.start;
+    while r0 < rows.end {
+        let cnt = (rows.end - r0).min(CHUNK);
+        for (i, t) in table[..cnt].iter_mut().enumerate() {
+            *t = first + (r0 + i) * stride;
+        }
+        gather(&table[..cnt], &mut out[r0 * n..(r0 + cnt) * n]);
+        r0 += cnt;
+    }
+}
+
 /// The float GEMM core: a BLIS-style packed GEMM whose packing buffers live in a
 /// thread-local vector reused across calls, so steady-state products allocate nothing.
 ///
@@ -1181,6 +1243,23 @@ mod packed {
         unsafe fn at(self, r: usize, p: usize) -> *const T {
             // SAFETY: the caller keeps (r, p) inside the tables, which index inside the source.
             unsafe { self.rows[r].add(*self.cols.add(p)) }
+        }
+    }
+
+    /// Rows at a constant stride `RS` through a column table (a run of interior conv2d
+    /// pixels): element `(r, p)` at `base + r * RS + cols[p]`, `r * RS` folding into each
+    /// load's displacement.
+    #[derive(Clone, Copy)]
+    pub struct Strided<T, const RS: usize> {
+        pub base: *const T,
+        pub cols: *const usize,
+    }
+
+    impl<T: Copy, const RS: usize> ASrc<T> for Strided<T, RS> {
+        #[inline(always)]
+        unsafe fn at(self, r: usize, p: usize) -> *const T {
+            // SAFETY: the caller keeps (r, p) inside the run, which lies inside the source.
+            unsafe { self.base.add(r * RS + *self.cols.add(p)) }
         }
     }
 
@@ -2405,6 +2484,128 @@ mod gather_f32 {
                 driver(src, rows, cols, b, n, out)
             }
         }
+    }
+
+    /// [`gemm_gather`] for rows `first + r * stride`, `r < rows`: whole tiles of the AVX-512
+    /// tile read them at constant displacements (strides used by common convolutions are
+    /// compiled in), the rest goes through the table form. Each output element is the same
+    /// sum in the same order either way, so the bits do not depend on which form ran.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_gather_strided(
+        src: &[f32],
+        first: usize,
+        stride: usize,
+        rows: usize,
+        cols: &[usize],
+        b: &[f32],
+        n: usize,
+        out: &mut [f32],
+    ) {
+        assert!(
+            out.len() >= rows * n,
+            "gemm_gather_strided: output too short"
+        );
+        #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+        let done = {
+            use super::packed::avx512::MR;
+            let tiles = if crate::cpu::avx512_tiles() && n.is_multiple_of(16) {
+                rows / MR
+            } else {
+                0
+            };
+            let k = cols.len();
+            let max_col = cols.iter().copied().max().unwrap_or(0);
+            let whole = tiles * MR;
+            assert!(
+                supported(n)
+                    && b.len() >= k * n
+                    && (whole == 0 || k == 0 || first + (whole - 1) * stride + max_col < src.len()),
+                "gemm_gather_strided: index out of range"
+            );
+            if tiles == 0 {
+                0
+            } else {
+                // SAFETY: `avx512_tiles` checked AVX-512; the assert bounds every index of
+                // the whole tiles; `out` holds `rows` rows of `n`.
+                unsafe { strided_avx512(src, first, stride, tiles, cols, b, n, out) }
+            }
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+        let done = 0;
+        super::gather_rows_in_chunks(first, stride, done..rows, n, out, |table, out| {
+            gemm_gather(src, table, cols, b, n, out)
+        });
+    }
+
+    /// `tiles` whole 24-row tiles of [`gemm_gather_strided`] on the AVX-512 tile, when the
+    /// stride is one compiled in; returns the rows done (0 for another stride).
+    ///
+    /// # Safety
+    /// AVX-512 present, `n` a multiple of 16, every index of the tiles in bounds.
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn strided_avx512(
+        src: &[f32],
+        first: usize,
+        stride: usize,
+        tiles: usize,
+        cols: &[usize],
+        b: &[f32],
+        n: usize,
+        out: &mut [f32],
+    ) -> usize {
+        use super::packed::avx512::{tile_f32, MR};
+        use super::packed::Strided;
+        /// The tiles for one compiled-in stride.
+        ///
+        /// # Safety
+        /// As for `strided_avx512`, with `RS` the stride.
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn run<const RS: usize>(
+            src: &[f32],
+            first: usize,
+            tiles: usize,
+            cols: &[usize],
+            b: &[f32],
+            n: usize,
+            out: &mut [f32],
+        ) {
+            for j0 in (0..n).step_by(16) {
+                for t in 0..tiles {
+                    let r0 = t * MR;
+                    // SAFETY: the caller's contract bounds every index read and written.
+                    unsafe {
+                        let a = Strided::<f32, RS> {
+                            base: src.as_ptr().add(first + r0 * RS),
+                            cols: cols.as_ptr(),
+                        };
+                        let o = out.as_mut_ptr().add(r0 * n + j0);
+                        tile_f32::<MR, _>(
+                            cols.len(),
+                            a,
+                            b.as_ptr().add(j0),
+                            n,
+                            o,
+                            n,
+                            MR,
+                            16,
+                            false,
+                        );
+                    }
+                }
+            }
+        }
+        macro_rules! strides {
+            ($($rs:literal)*) => {
+                match stride {
+                    // SAFETY: forwarded contract, `RS` = `stride`.
+                    $($rs => unsafe { run::<$rs>(src, first, tiles, cols, b, n, out) },)*
+                    _ => return 0,
+                }
+            };
+        }
+        strides!(1 2 3 4 6 8 16 32 64 128 256);
+        tiles * MR
     }
 
     /// As [`driver`] on the AVX-512 tile: column panels of 16 (a last one of 8 through a
