@@ -2507,15 +2507,21 @@ mod gather_f32 {
         );
         #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
         let done = {
-            use super::packed::avx512::MR;
-            let tiles = if crate::cpu::avx512_tiles() && n.is_multiple_of(16) {
-                rows / MR
+            // The AVX-512 tile is 24 rows, the AVX2+FMA one 6; both take panels of 16 columns.
+            let avx512 = crate::cpu::avx512_tiles();
+            let mr = if avx512 {
+                super::packed::avx512::MR
+            } else {
+                super::packed::avx2::MR
+            };
+            let tiles = if supported(n) && n.is_multiple_of(16) {
+                rows / mr
             } else {
                 0
             };
             let k = cols.len();
             let max_col = cols.iter().copied().max().unwrap_or(0);
-            let whole = tiles * MR;
+            let whole = tiles * mr;
             assert!(
                 supported(n)
                     && b.len() >= k * n
@@ -2525,9 +2531,10 @@ mod gather_f32 {
             if tiles == 0 {
                 0
             } else {
-                // SAFETY: `avx512_tiles` checked AVX-512; the assert bounds every index of
-                // the whole tiles; `out` holds `rows` rows of `n`.
-                unsafe { strided_avx512(src, first, stride, tiles, cols, b, n, out) }
+                // SAFETY: `supported` checked AVX2+FMA and `avx512_tiles` AVX-512 for its
+                // tile; the assert bounds every index of the whole tiles; `out` holds `rows`
+                // rows of `n`.
+                unsafe { strided_tiles(avx512, src, first, stride, tiles, cols, b, n, out) }
             }
         };
         #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
@@ -2537,14 +2544,17 @@ mod gather_f32 {
         });
     }
 
-    /// `tiles` whole 24-row tiles of [`gemm_gather_strided`] on the AVX-512 tile, when the
-    /// stride is one compiled in; returns the rows done (0 for another stride).
+    /// `tiles` whole tiles of [`gemm_gather_strided`] (24 rows on the AVX-512 tile when
+    /// `avx512`, else 6 on the AVX2+FMA one), when the stride is one compiled in; returns the
+    /// rows done (0 for another stride).
     ///
     /// # Safety
-    /// AVX-512 present, `n` a multiple of 16, every index of the tiles in bounds.
+    /// The tile's instruction set present, `n` a multiple of 16, every index of the tiles in
+    /// bounds.
     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn strided_avx512(
+    unsafe fn strided_tiles(
+        avx512: bool,
         src: &[f32],
         first: usize,
         stride: usize,
@@ -2554,14 +2564,14 @@ mod gather_f32 {
         n: usize,
         out: &mut [f32],
     ) -> usize {
-        use super::packed::avx512::{tile_f32, MR};
-        use super::packed::Strided;
+        use super::packed::{avx2, avx512 as zmm, Strided};
         /// The tiles for one compiled-in stride.
         ///
         /// # Safety
-        /// As for `strided_avx512`, with `RS` the stride.
+        /// As for `strided_tiles`, with `RS` the stride.
         #[allow(clippy::too_many_arguments)]
         unsafe fn run<const RS: usize>(
+            avx512: bool,
             src: &[f32],
             first: usize,
             tiles: usize,
@@ -2570,27 +2580,34 @@ mod gather_f32 {
             n: usize,
             out: &mut [f32],
         ) {
+            let mr = if avx512 { zmm::MR } else { avx2::MR };
             for j0 in (0..n).step_by(16) {
                 for t in 0..tiles {
-                    let r0 = t * MR;
-                    // SAFETY: the caller's contract bounds every index read and written.
+                    let r0 = t * mr;
+                    // SAFETY: the caller's contract bounds every index read and written, and
+                    // vouches for the tile's instruction set.
                     unsafe {
                         let a = Strided::<f32, RS> {
                             base: src.as_ptr().add(first + r0 * RS),
                             cols: cols.as_ptr(),
                         };
                         let o = out.as_mut_ptr().add(r0 * n + j0);
-                        tile_f32::<MR, _>(
-                            cols.len(),
-                            a,
-                            b.as_ptr().add(j0),
-                            n,
-                            o,
-                            n,
-                            MR,
-                            16,
-                            false,
-                        );
+                        let bp = b.as_ptr().add(j0);
+                        if avx512 {
+                            zmm::tile_f32::<{ zmm::MR }, _>(
+                                cols.len(),
+                                a,
+                                bp,
+                                n,
+                                o,
+                                n,
+                                mr,
+                                16,
+                                false,
+                            );
+                        } else {
+                            avx2::tile_f32::<2, _>(cols.len(), a, bp, n, o, n, mr, 16, false);
+                        }
                     }
                 }
             }
@@ -2599,13 +2616,13 @@ mod gather_f32 {
             ($($rs:literal)*) => {
                 match stride {
                     // SAFETY: forwarded contract, `RS` = `stride`.
-                    $($rs => unsafe { run::<$rs>(src, first, tiles, cols, b, n, out) },)*
+                    $($rs => unsafe { run::<$rs>(avx512, src, first, tiles, cols, b, n, out) },)*
                     _ => return 0,
                 }
             };
         }
         strides!(1 2 3 4 6 8 16 32 64 128 256);
-        tiles * MR
+        tiles * if avx512 { zmm::MR } else { avx2::MR }
     }
 
     /// As [`driver`] on the AVX-512 tile: column panels of 16 (a last one of 8 through a
