@@ -293,6 +293,10 @@ fn conv2d_matches_naive() {
         ([2, 5, 5, 3], [2, 2, 3, 8], 2, VALID),
         // Large enough to split into parallel blocks.
         ([2, 33, 31, 3], [3, 3, 3, 16], 1, SAME),
+        // One input channel, rows narrower than three tiles (MNIST's first layer): interior
+        // runs wrap from one output row to the next.
+        ([1, 28, 28, 1], [3, 3, 1, 32], 1, VALID),
+        ([2, 13, 13, 32], [3, 3, 32, 64], 1, VALID),
     ];
     for (i, &(xs, ks, stride, padding)) in cases.iter().enumerate() {
         check_conv::<f32>(10 + i as u64, xs, ks, stride, padding);
@@ -458,11 +462,13 @@ fn gemm_gather_strided_matches_the_table_form() {
         (2, 100, 24, 8),
         (64, 1, 8, 3),
         (8, 0, 16, 4),
+        (1, 72, 32, 9),
+        (1, 26, 32, 9),
     ] {
         if !f32::has_gather_kernel(n) {
             continue;
         }
-        let cols: Vec<usize> = (0..k).map(|p| (p / 3) * 7 + p % 3).collect();
+        let cols: Vec<usize> = (0..k).map(|p| (p / 3) * 28 + p % 3).collect();
         let span = rows.saturating_sub(1) * stride + cols.iter().max().unwrap() + 1;
         let src: Vec<f32> = rng.values(span + 5);
         let b: Vec<f32> = rng.values(k * n);

@@ -397,10 +397,7 @@ fn conv_block_gather<T: GemmElement>(
             let mut cnt = 0;
             while q + cnt < rows && cnt < GATHER_PIXELS {
                 match (interior, px.interior_origin(g)) {
-                    // An interior run stays on one output row: its patches are `step` apart.
-                    (true, Some(origin)) if cnt == 0 || origin == offsets[0] + cnt * step => {
-                        offsets[cnt] = origin
-                    }
+                    (true, Some(origin)) => offsets[cnt] = origin,
                     (false, None) => {
                         im2col_pixel(x, g, px, &mut cols[cnt * patch..(cnt + 1) * patch]);
                         offsets[cnt] = cnt * patch;
@@ -413,13 +410,58 @@ fn conv_block_gather<T: GemmElement>(
             let out = &mut block[q * g.cout..(q + cnt) * g.cout];
             // LOOP 3 (in the micro-kernel): column panels, row tiles, the patch.
             if interior {
-                T::gemm_gather_strided(x, offsets[0], step, cnt, &t.in_place, k, g.cout, out);
+                gather_interior(x, k, g, t, &offsets[..cnt], step, out);
             } else {
                 T::gemm_gather(cols, &offsets[..cnt], &t.copied, k, g.cout, out);
             }
             q += cnt;
         }
     });
+}
+
+/// The GEMM of a run of interior pixels (patch origins `offsets`), cut into the micro-kernel's
+/// row tiles from the run's start: runs of tiles whose patches are `step` apart (pixels of one
+/// output row) go through the strided form, the others (a tile that wraps to the next row)
+/// through the offset table. Every pixel's value is the same either way; keeping whole tiles
+/// across row ends matters for narrow images (MNIST's 26- and 11-pixel rows).
+fn gather_interior<T: GemmElement>(
+    x: &[T],
+    k: &[T],
+    g: &Geometry,
+    t: &GatherTables,
+    offsets: &[usize],
+    step: usize,
+    out: &mut [T],
+) {
+    let (cnt, mr, n) = (offsets.len(), row_align(), g.cout);
+    // Whether the tile at `s` is whole and continues the progression that starts at `from`.
+    let affine_tile = |from: usize, s: usize| {
+        s + mr <= cnt && (0..mr).all(|r| offsets[s + r] == offsets[from] + (s - from + r) * step)
+    };
+    let mut i = 0;
+    while i < cnt {
+        let start = i;
+        if affine_tile(start, i) {
+            while affine_tile(start, i) {
+                i += mr;
+            }
+            let rows = i - start;
+            let o = &mut out[start * n..i * n];
+            T::gemm_gather_strided(x, offsets[start], step, rows, &t.in_place, k, n, o);
+        } else {
+            while i < cnt && !affine_tile(i, i) {
+                i = (i + mr).min(cnt);
+            }
+            T::gemm_gather(
+                x,
+                &offsets[start..i],
+                &t.in_place,
+                k,
+                n,
+                &mut out[start * n..i * n],
+            );
+        }
+    }
 }
 
 /// One block: im2col of pixels `p0..p0 + block.len() / Cout` into scratch, then the GEMM into `block`.
