@@ -304,8 +304,8 @@ where
 }
 
 /// The output buffer of a kernel that writes it in parallel blocks: either a reused buffer
-/// (already initialised) or a fresh one that each block initialises just before the kernel
-/// writes it, while it is in cache (see [`fresh_by_blocks`]).
+/// (already initialised) or a fresh one whose blocks the kernel stores write-only, each
+/// element once ([`OutBlock::write_with`], [`OutBlock::write_rows`], [`OutBlock::rows`]).
 ///
 /// [`OutBuf::into_vec`] is safe whatever the kernel did: it knows from a count of the
 /// elements the blocks initialised whether all of them were, and initialises the whole
@@ -424,22 +424,6 @@ impl<T: Element> OutBuf<T> {
 }
 
 impl<'a, T: Element> OutBlock<'a, T> {
-    /// The block's elements, initialised (zero in a fresh buffer, as they were in a reused
-    /// one), for the kernel to write.
-    #[inline]
-    pub fn init(self) -> &'a mut [T] {
-        if !self.reused {
-            for x in self.data.iter_mut() {
-                x.write(T::default());
-            }
-            self.initialised
-                .fetch_add(self.data.len(), Ordering::Relaxed);
-        }
-        // SAFETY: every element of the block is initialised (just above, or the buffer was
-        // reused and so initialised throughout), and `MaybeUninit<T>` has the layout of `T`.
-        unsafe { &mut *(self.data as *mut [MaybeUninit<T>] as *mut [T]) }
-    }
-
     /// Stores `f(j)` into element `j` of the block, for every `j` in order: the write-only
     /// path of a kernel that computes each element once, with no zeroing before. Inlined into
     /// the kernel (compiled for its instruction set), so the loop vectorises as a plain one.
@@ -670,9 +654,7 @@ mod tests {
                 let mut reused = OutBuf::reused(vec![-1.0f64; len]);
                 for buf in [&mut fresh, &mut reused] {
                     buf.par_blocks(block).enumerate().for_each(|(i, b)| {
-                        for (k, x) in b.init().iter_mut().enumerate() {
-                            *x = (i * block + k) as f64;
-                        }
+                        b.write_with(|k| (i * block + k) as f64);
                     });
                 }
                 for (what, v) in [("fresh", fresh.into_vec()), ("reused", reused.into_vec())] {
@@ -686,14 +668,15 @@ mod tests {
             let mut partly = OutBuf::<i32>::fresh("test", len).unwrap();
             partly.par_blocks(5).enumerate().for_each(|(i, b)| {
                 if i % 2 == 0 {
-                    b.init().fill(3);
+                    b.write_with(|_| 3);
                 }
             });
             let v = partly.into_vec();
             assert!(v.iter().all(|&x| x == 0 || x == 3) && v.len() == len);
             let mut whole = OutBuf::<f32>::fresh("test", len).unwrap();
-            assert!(whole.whole_block().init().iter().all(|&x| x == 0.0));
-            assert_eq!(whole.into_vec().len(), len);
+            whole.whole_block().write_with(|_| 0.5);
+            let v = whole.into_vec();
+            assert!(v.len() == len && v.iter().all(|&x| x == 0.5));
         }
     }
 

@@ -114,7 +114,7 @@ pub fn conv2d_pool_into<T: GemmElement + 'static, E>(
     };
 
     let macs = (n * oh * ow).saturating_mul(conv.macs_per_pixel());
-    if macs < SEQUENTIAL_MACS || pooled_row == 0 {
+    if macs < SEQUENTIAL_MACS {
         for (b, image) in out.chunks_mut(ph * pooled_row).enumerate() {
             for (j, out_band) in image.chunks_mut(band * pooled_row).enumerate() {
                 run_band(b, j * band, out_band);

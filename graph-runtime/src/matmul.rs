@@ -1339,6 +1339,49 @@ mod packed {
         },
     }
 
+    impl<T: PackElem> BSrc<T> {
+        /// Rows `pc..pc + kc` by columns `jc..jc + w` of `b` as panels `ps` wide: packed into
+        /// `bp` (a raw `b` by `pack_raw(src, ldb, bp)`, a transposed one by
+        /// [`pack_b_transposed`]), or found in place in a pre-packed `b`. Both drivers take
+        /// their slices of `b` here.
+        ///
+        /// # Safety
+        /// The rows and columns lie inside `b`; `bp` holds the packed slice; a pre-packed `b`
+        /// was packed with the same slicing of the shared dimension and panel width, and its
+        /// panel of column `j0 + jc` starts there (`j0 + jc` a multiple of `ps`, below `n_pad`).
+        #[allow(clippy::too_many_arguments)]
+        #[inline(always)]
+        unsafe fn slice(
+            self,
+            pc: usize,
+            kc: usize,
+            jc: usize,
+            w: usize,
+            ps: usize,
+            bp: &mut [T],
+            pack_raw: impl FnOnce(*const T, usize, &mut [T]),
+        ) -> *const T {
+            match self {
+                BSrc::Raw(b, ldb) => {
+                    // SAFETY: element (pc, jc) of `b` is in bounds (the caller's contract).
+                    pack_raw(unsafe { b.add(pc * ldb + jc) }, ldb, bp);
+                    bp.as_ptr()
+                }
+                BSrc::Transposed(b, ldbt) => {
+                    // SAFETY: columns jc..jc+w (rows of the stored matrix), rows pc..pc+kc of
+                    // `b` are in bounds.
+                    unsafe { pack_b_transposed(kc, w, ps, b.add(jc * ldbt + pc), ldbt, bp) };
+                    bp.as_ptr()
+                }
+                // SAFETY: `prepack_b`'s layout puts slice pc (rows pc..pc+kc) at pc * n_pad
+                // and, inside it, the panel of column j0 + jc at (j0 + jc) * kc, in bounds.
+                BSrc::Packed { base, n_pad, j0 } => unsafe {
+                    base.add(pc * n_pad + (j0 + jc) * kc)
+                },
+            }
+        }
+    }
+
     /// Elements of `b` (`k x n`) packed whole for this CPU's kernel.
     pub fn prepacked_len<T: PackElem>(k: usize, n: usize) -> usize {
         k * round_up(n, T::nr(n))
@@ -1451,28 +1494,13 @@ mod packed {
                 for pc in (0..k).step_by(KC) {
                     let kc = KC.min(k - pc);
                     let accumulate = pc > 0;
-                    let b_slice = match b {
-                        BSrc::Raw(b, ldb) => {
-                            // SAFETY: rows pc..pc+kc, columns jc..jc+nc of `b` are in bounds.
-                            unsafe { pack_b(kc, nc, nr_max, b.add(pc * ldb + jc), ldb, bp) };
-                            bp.as_ptr()
-                        }
-                        BSrc::Transposed(b, ldbt) => {
-                            // SAFETY: columns jc..jc+nc (rows of the stored matrix), rows
-                            // pc..pc+kc of `b` are in bounds.
-                            unsafe {
-                                pack_b_transposed(kc, nc, nr_max, b.add(jc * ldbt + pc), ldbt, bp)
-                            };
-                            bp.as_ptr()
-                        }
-                        BSrc::Packed { base, n_pad, j0 } => {
-                            // SAFETY: `prepack_b`'s layout puts slice pc (rows pc..pc+kc) at
-                            // pc * n_pad and, inside it, the panel of column j0 + jc (a
-                            // multiple of NR: j0 by the caller's contract, jc of NC) at
-                            // (j0 + jc) * kc; j0 + jc < n_pad, so the offset is in bounds.
-                            unsafe { base.add(pc * n_pad + (j0 + jc) * kc) }
-                        }
+                    let pack = |src, ldb, bp: &mut [K::T]| {
+                        // SAFETY: rows pc..pc+kc, columns jc..jc+nc of `b` are in bounds.
+                        unsafe { pack_b(kc, nc, nr_max, src, ldb, bp) }
                     };
+                    // SAFETY: rows pc..pc+kc, columns jc..jc+nc of `b` are in bounds; a
+                    // pre-packed `b` has panels of NR (j0 by the caller's contract, jc of NC).
+                    let b_slice = unsafe { b.slice(pc, kc, jc, nc, nr_max, bp, pack) };
                     // LOOP 3: row blocks of MC.
                     for ic in (0..m).step_by(MC) {
                         let mc = MC.min(m - ic);
@@ -2376,34 +2404,15 @@ mod packed {
                     for pc in (0..k).step_by(kc_max) {
                         let kc = kc_max.min(k - pc);
                         let accumulate = pc > 0;
-                        let b_slice = match b {
-                            BSrc::Raw(b, ldb) => {
-                                // SAFETY: rows pc..pc+kc, columns jc..jc+nb of `b` are in bounds.
-                                unsafe { pack_b(kc, nb, ps, b.add(pc * ldb + jc), ldb, bp) };
-                                bp.as_ptr()
-                            }
-                            BSrc::Transposed(b, ldbt) => {
-                                // SAFETY: columns jc..jc+nb (rows of the stored matrix), rows
-                                // pc..pc+kc of `b` are in bounds.
-                                unsafe {
-                                    super::pack_b_transposed(
-                                        kc,
-                                        nb,
-                                        ps,
-                                        b.add(jc * ldbt + pc),
-                                        ldbt,
-                                        bp,
-                                    )
-                                };
-                                bp.as_ptr()
-                            }
-                            BSrc::Packed { base, n_pad, j0 } => {
-                                // SAFETY: `prepack_b` put slice pc (rows pc..pc+kc, cut by
-                                // `slice_kc` as here) at pc * n_pad and, inside it, the panel
-                                // of column j0 + jc (a multiple of 64) at (j0 + jc) * kc.
-                                unsafe { base.add(pc * n_pad + (j0 + jc) * kc) }
-                            }
+                        let pack = |src, ldb, bp: &mut [f32]| {
+                            // SAFETY: rows pc..pc+kc, columns jc..jc+nb of `b` are in bounds;
+                            // this driver runs only with AVX-512.
+                            unsafe { pack_b(kc, nb, ps, src, ldb, bp) }
                         };
+                        // SAFETY: rows pc..pc+kc, columns jc..jc+nb of `b` are in bounds; a
+                        // pre-packed `b` was cut by `slice_kc` as here, in panels of `ps` (a
+                        // multiple of 64 at column j0 + jc).
+                        let b_slice = unsafe { b.slice(pc, kc, jc, nb, ps, bp, pack) };
                         // LOOP 3: tiles of 6 rows; their rows of `a` stay in L1.
                         for ir in (0..m).step_by(MR) {
                             let mr = MR.min(m - ir);
