@@ -102,6 +102,15 @@ impl Geometry {
         self.kh * self.kw * self.cin
     }
 
+    /// One past the last output column whose patch lies inside the input horizontally (0 when
+    /// none does).
+    fn interior_end(&self) -> usize {
+        match (self.w + self.pad_left).checked_sub(self.kw) {
+            Some(last) => (last / self.stride + 1).min(self.ow),
+            None => 0,
+        }
+    }
+
     /// Whether im2col is the identity (a 1x1 kernel at stride 1 without padding).
     fn is_pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.stride == 1 && self.pad_top == 0 && self.pad_left == 0
@@ -360,6 +369,14 @@ impl Pixel {
         }
     }
 
+    /// `count` pixels further along the row; only the row's end may be reached.
+    #[inline]
+    fn advance_in_row(&mut self, g: &Geometry, count: usize) {
+        debug_assert!(self.ow + count <= g.ow);
+        self.ow += count - 1;
+        self.step(g);
+    }
+
     /// Where this pixel's patch starts in `x`, if the whole patch lies inside the input.
     #[inline]
     fn interior_origin(self, g: &Geometry) -> Option<usize> {
@@ -387,12 +404,25 @@ fn conv_block_gather<T: GemmElement>(
     }
     // Neighbouring output pixels of one row read patches this far apart in `x`.
     let step = g.stride * g.cin;
+    let mr = row_align();
     T::with_scratch(GATHER_PIXELS * patch, |cols| {
         let mut offsets = [0usize; GATHER_PIXELS];
         let mut px = Pixel::at(g, p0);
         let mut q = 0;
-        // LOOP 2: over runs of pixels of one kind (interior or border), at most GATHER_PIXELS long.
+        // LOOP 2: over runs of pixels of one kind (interior or border), at most GATHER_PIXELS
+        // long, except that the whole tiles of a row's interior go to the strided form at once.
         while q < rows {
+            if let Some(origin) = px.interior_origin(g) {
+                let left = (g.interior_end() - px.ow).min(rows - q);
+                let whole = left / mr * mr;
+                if whole > 0 {
+                    let out = &mut block[q * g.cout..(q + whole) * g.cout];
+                    T::gemm_gather_strided(x, origin, step, whole, &t.in_place, k, g.cout, out);
+                    px.advance_in_row(g, whole);
+                    q += whole;
+                    continue;
+                }
+            }
             let interior = px.interior_origin(g).is_some();
             let mut cnt = 0;
             while q + cnt < rows && cnt < GATHER_PIXELS {

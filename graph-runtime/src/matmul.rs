@@ -1205,6 +1205,17 @@ mod packed {
         /// # Safety
         /// `r < MR`, `p < kc`, within what the source was built for.
         unsafe fn at(self, r: usize, p: usize) -> *const T;
+
+        /// Hints that element `(r, p)` of the next tile, `r` counted from this tile's first
+        /// row (so `MR <= r < 2 MR`), will be read soon. Only sources that know where the
+        /// next tile lies prefetch; the hint never reads memory and cannot fault.
+        ///
+        /// # Safety
+        /// `p < kc`.
+        #[inline(always)]
+        unsafe fn prefetch(self, r: usize, p: usize) {
+            let _ = (r, p);
+        }
     }
 
     /// A packed micro-panel of `a`: element `(r, p)` at `p * MR + r`.
@@ -1260,6 +1271,26 @@ mod packed {
         unsafe fn at(self, r: usize, p: usize) -> *const T {
             // SAFETY: the caller keeps (r, p) inside the run, which lies inside the source.
             unsafe { self.base.add(r * RS + *self.cols.add(p)) }
+        }
+
+        #[inline(always)]
+        unsafe fn prefetch(self, r: usize, p: usize) {
+            // The next tile of a run of pixels continues the progression; past the run's end
+            // the address may lie outside the source, which a prefetch may name (it does not
+            // fault), so the pointer is formed with wrapping arithmetic.
+            // SAFETY: p < kc: inside the column table.
+            let ptr = self
+                .base
+                .wrapping_add(r * RS + unsafe { *self.cols.add(p) });
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch has no architectural effect; SSE is part of x86_64.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    ptr as *const i8,
+                )
+            };
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = ptr;
         }
     }
 
@@ -2042,10 +2073,16 @@ mod packed {
                     accumulate: bool,
                 ) {
                     let mut acc = [$zero(); R];
+                    // The row of the next tile whose line this step prefetches: over R
+                    // steps every row's, so the next tile's input is in L1 when it starts.
+                    let mut ahead = 0;
                     for p in 0..kc {
                         // SAFETY: p < kc: the vector of step p of `b` is inside the caller's
                         // panel; unaligned loads need no alignment.
                         let bv = unsafe { $load(b.add(p * ldb)) };
+                        // SAFETY: p < kc.
+                        unsafe { a.prefetch(R + ahead, p) };
+                        ahead = if ahead + 1 == R { 0 } else { ahead + 1 };
                         for (r, acc_r) in acc.iter_mut().enumerate() {
                             // SAFETY: r < R and p < kc: inside the source of `a`.
                             let av = unsafe { *a.at(r, p) };
@@ -2650,23 +2687,50 @@ mod gather_f32 {
     ) {
         use super::packed::avx512::{tile_f32, MR};
         use super::packed::Gather;
+        /// One tile of `R` rows (`mr <= R` of them real) at row `r0`, columns `j0..j0 + nr`.
+        ///
+        /// # Safety
+        /// As for `driver_avx512`, with `r0 + mr <= rows.len()` and `j0 + nr <= n`.
+        #[inline]
+        unsafe fn tile<const R: usize>(
+            src: &[f32],
+            rows: &[usize],
+            cols: &[usize],
+            b: &[f32],
+            n: usize,
+            out: &mut [f32],
+            (r0, mr, j0, nr): (usize, usize, usize, usize),
+        ) {
+            // A short tile repeats its last row; only `mr` rows are stored.
+            let a = Gather::<f32, R> {
+                rows: std::array::from_fn(|r| {
+                    // SAFETY: the index is below src.len() (asserted by the caller).
+                    unsafe { src.as_ptr().add(rows[r0 + r.min(mr - 1)]) }
+                }),
+                cols: cols.as_ptr(),
+            };
+            // SAFETY: as above; `out` holds rows.len() rows of n.
+            unsafe {
+                let o = out.as_mut_ptr().add(r0 * n + j0);
+                tile_f32::<R, _>(cols.len(), a, b.as_ptr().add(j0), n, o, n, mr, nr, false);
+            }
+        }
         for j0 in (0..n).step_by(16) {
             let nr = (n - j0).min(16);
             let mut r0 = 0;
             while r0 < rows.len() {
                 let mr = (rows.len() - r0).min(MR);
-                // A short tile repeats its last row; only `mr` rows are stored.
-                let a = Gather::<f32, MR> {
-                    rows: std::array::from_fn(|r| {
-                        // SAFETY: the index is below src.len() (asserted by the caller).
-                        unsafe { src.as_ptr().add(rows[r0 + r.min(mr - 1)]) }
-                    }),
-                    cols: cols.as_ptr(),
-                };
-                // SAFETY: as above; `out` holds rows.len() rows of n.
+                // A short remainder (a row's last pixels, a conv's border pixels) runs on a
+                // shorter tile instead of computing 24 rows for a few: each element is the
+                // same chain of FMAs whatever the tile's height.
+                let at = (r0, mr, j0, nr);
+                // SAFETY: forwarded contract; r0 + mr <= rows.len(), j0 + nr <= n.
                 unsafe {
-                    let o = out.as_mut_ptr().add(r0 * n + j0);
-                    tile_f32::<MR, _>(cols.len(), a, b.as_ptr().add(j0), n, o, n, mr, nr, false);
+                    match mr {
+                        0..=8 => tile::<8>(src, rows, cols, b, n, out, at),
+                        9..=16 => tile::<16>(src, rows, cols, b, n, out, at),
+                        _ => tile::<MR>(src, rows, cols, b, n, out, at),
+                    }
                 }
                 r0 += mr;
             }
