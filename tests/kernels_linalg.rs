@@ -315,6 +315,41 @@ fn conv2d_output_sizes_follow_tensorflow() {
     assert_eq!(conv2d_output_hw(3, 3, 1, 1, 0, SAME), None);
 }
 
+/// The epilogue sees every output element once, with its flat pixel index, however the
+/// kernel cuts the output into blocks and runs (interior rows, border pixels, row tails).
+#[test]
+fn conv2d_epilogue_sees_each_pixel_once_with_its_index() {
+    for &(xs, ks, stride, padding) in &[
+        ([2usize, 40, 53, 16], [3usize, 3, 16, 16], 1usize, SAME),
+        ([1, 28, 28, 1], [3, 3, 1, 32], 1, VALID),
+        ([1, 33, 31, 3], [3, 3, 3, 16], 2, SAME),
+        ([3, 5, 7, 2], [1, 1, 2, 8], 1, VALID),
+    ] {
+        let (oh, ow) = conv2d_output_hw(xs[1], xs[2], ks[0], ks[1], stride, padding).unwrap();
+        let cout = ks[3];
+        let x = vec![1.0f32; xs.iter().product()];
+        let k = vec![0.0f32; ks.iter().product()];
+        let pixels = xs[0] * oh * ow;
+        let mut out = vec![f32::NAN; pixels * cout];
+        let seen = std::sync::Mutex::new(vec![0u32; pixels]);
+        conv2d_into(&x, xs, &k, ks, stride, padding, &mut out, |p0, block: &mut [f32]| {
+            let mut seen = seen.lock().unwrap();
+            for (i, v) in block.iter_mut().enumerate() {
+                // The kernel wrote 0 (a zero kernel); the epilogue adds the element's index.
+                assert_eq!(*v, 0.0, "{xs:?}: element written before the epilogue");
+                *v += (p0 * cout + i) as f32;
+                if i % cout == 0 {
+                    seen[p0 + i / cout] += 1;
+                }
+            }
+        });
+        assert!(seen.into_inner().unwrap().iter().all(|&c| c == 1), "{xs:?}: coverage");
+        for (i, v) in out.iter().enumerate() {
+            assert_eq!(*v, i as f32, "{xs:?}: element {i}");
+        }
+    }
+}
+
 #[test]
 fn conv2d_propagates_nan() {
     let xs = [1, 6, 6, 3];

@@ -188,9 +188,7 @@ pub fn conv2d_with<T: GemmElement, E>(
         return;
     }
     let run = |(bi, block): (usize, &mut [T]), pb: usize| {
-        let p0 = bi * pb;
-        prepared.compute(x, k, p0, block);
-        epilogue(p0, block);
+        prepared.compute(x, k, bi * pb, block, &epilogue);
     };
     if pixels.saturating_mul(g.patch()).saturating_mul(g.cout) < SEQUENTIAL_MACS {
         run((0, out), pixels);
@@ -270,11 +268,23 @@ impl Prepared {
     }
 
     /// Computes output pixels `p0 .. p0 + block.len() / Cout` (counted flat over N, OH, OW)
-    /// into `block`; the values do not depend on how the pixels are cut into blocks.
-    pub(crate) fn compute<T: GemmElement>(&self, x: &[T], k: &[T], p0: usize, block: &mut [T]) {
+    /// into `block`, handing each finished run of them to `epilogue(first_pixel, run)` (the
+    /// runs cover the block once, in order); the values do not depend on how the pixels are
+    /// cut into blocks or runs.
+    pub(crate) fn compute<T: GemmElement>(
+        &self,
+        x: &[T],
+        k: &[T],
+        p0: usize,
+        block: &mut [T],
+        mut epilogue: impl FnMut(usize, &mut [T]),
+    ) {
         match &self.gather {
-            Some(t) => conv_block_gather(x, k, &self.g, t, p0, block),
-            None => conv_block(x, k, &self.g, p0, block),
+            Some(t) => conv_block_gather(x, k, &self.g, t, p0, block, epilogue),
+            None => {
+                conv_block(x, k, &self.g, p0, block);
+                epilogue(p0, block);
+            }
         }
     }
 }
@@ -387,7 +397,10 @@ impl Pixel {
 }
 
 /// One block on the gather kernel: runs of interior pixels read `x` in place, runs of
-/// border pixels go through a small im2col scratch.
+/// border pixels go through a small im2col scratch. `epilogue(first_pixel, chunk)` runs on
+/// each run as soon as it is computed, while it is still in L1 (a row of 512 pixels of 16
+/// channels is 32 KiB).
+#[allow(clippy::too_many_arguments)]
 fn conv_block_gather<T: GemmElement>(
     x: &[T],
     k: &[T],
@@ -395,58 +408,68 @@ fn conv_block_gather<T: GemmElement>(
     t: &GatherTables,
     p0: usize,
     block: &mut [T],
+    mut epilogue: impl FnMut(usize, &mut [T]),
 ) {
     let rows = block.len() / g.cout;
     let patch = g.patch();
     if patch == 0 {
         block.fill(T::ZERO);
+        epilogue(p0, block);
         return;
     }
     // Neighbouring output pixels of one row read patches this far apart in `x`.
     let step = g.stride * g.cin;
     let mr = row_align();
-    T::with_scratch(GATHER_PIXELS * patch, |cols| {
-        let mut offsets = [0usize; GATHER_PIXELS];
-        let mut px = Pixel::at(g, p0);
-        let mut q = 0;
-        // LOOP 2: over runs of pixels of one kind (interior or border), at most GATHER_PIXELS
-        // long, except that the whole tiles of a row's interior go to the strided form at once.
-        while q < rows {
-            if let Some(origin) = px.interior_origin(g) {
-                let left = (g.interior_end() - px.ow).min(rows - q);
-                let whole = left / mr * mr;
-                if whole > 0 {
-                    let out = &mut block[q * g.cout..(q + whole) * g.cout];
-                    T::gemm_gather_strided(x, origin, step, whole, &t.in_place, k, g.cout, out);
-                    px.advance_in_row(g, whole);
-                    q += whole;
-                    continue;
-                }
+    let mut offsets = [0usize; GATHER_PIXELS];
+    let mut border = [Pixel { n: 0, oh: 0, ow: 0 }; GATHER_PIXELS];
+    let mut px = Pixel::at(g, p0);
+    let mut q = 0;
+    // LOOP 2: over runs of pixels of one kind (interior or border), at most GATHER_PIXELS
+    // long, except that the whole tiles of a row's interior go to the strided form at once.
+    while q < rows {
+        let start = q;
+        if let Some(origin) = px.interior_origin(g) {
+            let left = (g.interior_end() - px.ow).min(rows - q);
+            let whole = left / mr * mr;
+            if whole > 0 {
+                let out = &mut block[q * g.cout..(q + whole) * g.cout];
+                T::gemm_gather_strided(x, origin, step, whole, &t.in_place, k, g.cout, out);
+                px.advance_in_row(g, whole);
+                q += whole;
+                epilogue(p0 + start, out);
+                continue;
             }
-            let interior = px.interior_origin(g).is_some();
-            let mut cnt = 0;
-            while q + cnt < rows && cnt < GATHER_PIXELS {
-                match (interior, px.interior_origin(g)) {
-                    (true, Some(origin)) => offsets[cnt] = origin,
-                    (false, None) => {
-                        im2col_pixel(x, g, px, &mut cols[cnt * patch..(cnt + 1) * patch]);
-                        offsets[cnt] = cnt * patch;
-                    }
-                    _ => break,
-                }
-                px.step(g);
-                cnt += 1;
-            }
-            let out = &mut block[q * g.cout..(q + cnt) * g.cout];
-            // LOOP 3 (in the micro-kernel): column panels, row tiles, the patch.
-            if interior {
-                gather_interior(x, k, g, t, &offsets[..cnt], step, out);
-            } else {
-                T::gemm_gather(cols, &offsets[..cnt], &t.copied, k, g.cout, out);
-            }
-            q += cnt;
         }
-    });
+        let interior = px.interior_origin(g).is_some();
+        let mut cnt = 0;
+        while q + cnt < rows && cnt < GATHER_PIXELS {
+            match (interior, px.interior_origin(g)) {
+                (true, Some(origin)) => offsets[cnt] = origin,
+                (false, None) => {
+                    border[cnt] = px;
+                    offsets[cnt] = cnt * patch;
+                }
+                _ => break,
+            }
+            px.step(g);
+            cnt += 1;
+        }
+        let out = &mut block[q * g.cout..(q + cnt) * g.cout];
+        // LOOP 3 (in the micro-kernel): column panels, row tiles, the patch.
+        if interior {
+            gather_interior(x, k, g, t, &offsets[..cnt], step, out);
+        } else {
+            // The scratch is borrowed only here, so the epilogue below runs outside it.
+            T::with_scratch(cnt * patch, |cols| {
+                for (&b, col) in border[..cnt].iter().zip(cols.chunks_exact_mut(patch)) {
+                    im2col_pixel(x, g, b, col);
+                }
+                T::gemm_gather(cols, &offsets[..cnt], &t.copied, k, g.cout, out);
+            });
+        }
+        q += cnt;
+        epilogue(p0 + start, out);
+    }
 }
 
 /// The GEMM of a run of interior pixels (patch origins `offsets`), cut into the micro-kernel's

@@ -104,8 +104,7 @@ pub fn conv2d_pool_into<T: GemmElement + 'static, E>(
         with_band_scratch::<T, _>(rows.len() * conv_row, |scratch| {
             if !scratch.is_empty() {
                 let p0 = (b * oh + rows.start) * ow;
-                conv.compute(x, k, p0, scratch);
-                epilogue(p0, scratch);
+                conv.compute(x, k, p0, scratch, &epilogue);
             }
             for (i, orow) in (i0..i1).zip(out_band.chunks_exact_mut(pooled_row)) {
                 pool_row(scratch, rows.start, oh, window, pool, i, orow);
