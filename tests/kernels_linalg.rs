@@ -2,8 +2,9 @@
 
 mod linalg_harness;
 
+use graph_runtime::compiled::OutBuf;
 use graph_runtime::conv::{
-    conv2d_into, conv2d_output_hw, conv2d_with, Algorithm, Padding, SAME, VALID,
+    conv2d_buf, conv2d_into, conv2d_output_hw, conv2d_with, Algorithm, Padding, SAME, VALID,
 };
 use graph_runtime::conv_pool::{conv2d_pool_into, conv2d_pool_shape};
 use graph_runtime::eager;
@@ -13,6 +14,7 @@ use graph_runtime::pool::{pool2d_into, Pool2d, PoolKind};
 use graph_runtime::Error;
 use linalg_harness::{assert_close, naive_conv2d, naive_matmul, Rng};
 use ndarray::{Array, ArrayD, IxDyn};
+use std::mem::MaybeUninit;
 
 /// Shapes `(m, k, n)` from trivial to odd, with one large enough for the parallel path.
 const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
@@ -332,21 +334,74 @@ fn conv2d_epilogue_sees_each_pixel_once_with_its_index() {
         let pixels = xs[0] * oh * ow;
         let mut out = vec![f32::NAN; pixels * cout];
         let seen = std::sync::Mutex::new(vec![0u32; pixels]);
-        conv2d_into(&x, xs, &k, ks, stride, padding, &mut out, |p0, block: &mut [f32]| {
-            let mut seen = seen.lock().unwrap();
-            for (i, v) in block.iter_mut().enumerate() {
-                // The kernel wrote 0 (a zero kernel); the epilogue adds the element's index.
-                assert_eq!(*v, 0.0, "{xs:?}: element written before the epilogue");
-                *v += (p0 * cout + i) as f32;
-                if i % cout == 0 {
-                    seen[p0 + i / cout] += 1;
+        conv2d_into(
+            &x,
+            xs,
+            &k,
+            ks,
+            stride,
+            padding,
+            &mut out,
+            |p0, block: &mut [f32]| {
+                let mut seen = seen.lock().unwrap();
+                for (i, v) in block.iter_mut().enumerate() {
+                    // The kernel wrote 0 (a zero kernel); the epilogue adds the element's index.
+                    assert_eq!(*v, 0.0, "{xs:?}: element written before the epilogue");
+                    *v += (p0 * cout + i) as f32;
+                    if i % cout == 0 {
+                        seen[p0 + i / cout] += 1;
+                    }
                 }
-            }
-        });
-        assert!(seen.into_inner().unwrap().iter().all(|&c| c == 1), "{xs:?}: coverage");
+            },
+        );
+        assert!(
+            seen.into_inner().unwrap().iter().all(|&c| c == 1),
+            "{xs:?}: coverage"
+        );
         for (i, v) in out.iter().enumerate() {
             assert_eq!(*v, i as f32, "{xs:?}: element {i}");
         }
+    }
+}
+
+/// conv2d into a fresh, never zeroed buffer (what compiled code hands it for a new result)
+/// gives the bits of conv2d into a zeroed one, epilogue included, on every geometry of
+/// `conv2d_matches_naive`; and into a reused buffer holding stale values.
+#[test]
+fn conv2d_into_fresh_memory_matches_conv2d_into() {
+    let mut rng = Rng::new(79);
+    for &(xs, ks, stride, padding) in &[
+        ([1usize, 5, 5, 1], [3usize, 3, 1, 1], 1usize, SAME),
+        ([2, 7, 9, 3], [3, 3, 3, 16], 1, SAME),
+        ([2, 7, 9, 3], [3, 3, 3, 16], 2, SAME),
+        ([1, 8, 6, 16], [3, 3, 16, 16], 1, SAME),
+        ([1, 9, 7, 5], [3, 3, 5, 24], 1, SAME),
+        ([2, 33, 31, 3], [3, 3, 3, 16], 1, SAME),
+        ([1, 28, 28, 1], [3, 3, 1, 32], 1, VALID),
+        ([1, 40, 70, 16], [3, 3, 16, 16], 1, SAME),
+        ([1, 6, 6, 0], [3, 3, 0, 16], 1, SAME),
+        ([0, 6, 6, 3], [3, 3, 3, 16], 1, SAME),
+    ] {
+        let (oh, ow) = conv2d_output_hw(xs[1], xs[2], ks[0], ks[1], stride, padding).unwrap();
+        let len = xs[0] * oh * ow * ks[3];
+        let x: Vec<f32> = rng.values(xs.iter().product());
+        let k: Vec<f32> = rng.values(ks.iter().product());
+        let epi = |p0: usize, block: &mut [f32]| {
+            for (i, v) in block.iter_mut().enumerate() {
+                *v = *v * 0.5 + (p0 * 3 + i) as f32;
+            }
+        };
+        let mut want = vec![0.0f32; len];
+        conv2d_into(&x, xs, &k, ks, stride, padding, &mut want, epi);
+        let mut fresh = OutBuf::<f32>::fresh("conv2d", len).unwrap();
+        conv2d_buf(&x, xs, &k, ks, stride, padding, &mut fresh, epi);
+        let got = fresh.into_vec();
+        let mut reused = OutBuf::reused(vec![f32::NAN; len]);
+        conv2d_buf(&x, xs, &k, ks, stride, padding, &mut reused, epi);
+        let again = reused.into_vec();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{xs:?} {ks:?}: fresh");
+        assert_eq!(bits(&again), bits(&want), "{xs:?} {ks:?}: reused");
     }
 }
 
@@ -481,6 +536,27 @@ fn conv2d_pool_matches_conv_then_pool() {
     }
 }
 
+/// Runs a gather GEMM into `len` elements of output memory it must only write (as conv2d
+/// hands it fresh memory) and returns them, asserting it stored every one: the memory starts
+/// as a NaN bit pattern no product of these finite inputs gives.
+fn gathered(len: usize, gemm: impl FnOnce(&mut [MaybeUninit<f32>])) -> Vec<f32> {
+    const UNWRITTEN: u32 = 0x7fc0_dead;
+    let mut out = vec![MaybeUninit::new(f32::from_bits(UNWRITTEN)); len];
+    gemm(&mut out);
+    // SAFETY: every element was initialised with the sentinel, and the kernel only stores
+    // initialised values.
+    let out: Vec<f32> = out
+        .into_iter()
+        .map(|x| unsafe { x.assume_init() })
+        .collect();
+    let unwritten = out.iter().filter(|x| x.to_bits() == UNWRITTEN).count();
+    assert_eq!(
+        unwritten, 0,
+        "the gather GEMM left {unwritten} of {len} elements unwritten"
+    );
+    out
+}
+
 /// The strided form of the gather GEMM gives the table form's bits, for strides compiled
 /// into the AVX-512 tile and others, runs shorter and longer than one tile, and every column
 /// count the kernel takes.
@@ -509,10 +585,12 @@ fn gemm_gather_strided_matches_the_table_form() {
         let b: Vec<f32> = rng.values(k * n);
         let first = 5;
         let table: Vec<usize> = (0..rows).map(|r| first + r * stride).collect();
-        let mut want = vec![0.0f32; rows * n];
-        f32::gemm_gather(&src, &table, &cols, &b, n, &mut want);
-        let mut got = vec![1.0f32; rows * n];
-        f32::gemm_gather_strided(&src, first, stride, rows, &cols, &b, n, &mut got);
+        let want = gathered(rows * n, |out| {
+            f32::gemm_gather(&src, &table, &cols, &b, n, out)
+        });
+        let got = gathered(rows * n, |out| {
+            f32::gemm_gather_strided(&src, first, stride, rows, &cols, &b, n, out)
+        });
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(
             bits(&got),
@@ -539,8 +617,9 @@ fn gemm_gather_matches_naive_on_every_tile_height() {
             let span = table.iter().max().unwrap() + cols.iter().max().unwrap() + 1;
             let src: Vec<f32> = rng.values(span);
             let b: Vec<f32> = rng.values(k * n);
-            let mut got = vec![f32::NAN; rows * n];
-            f32::gemm_gather(&src, &table, &cols, &b, n, &mut got);
+            let got = gathered(rows * n, |out| {
+                f32::gemm_gather(&src, &table, &cols, &b, n, out)
+            });
             let mut want = vec![0.0f64; rows * n];
             for (r, &row) in table.iter().enumerate() {
                 for j in 0..n {
@@ -551,8 +630,7 @@ fn gemm_gather_matches_naive_on_every_tile_height() {
             }
             assert_close(&got, &want, k as f64, &format!("rows {rows} n {n} k {k}"));
             for (r, &row) in table.iter().enumerate() {
-                let mut alone = vec![f32::NAN; n];
-                f32::gemm_gather(&src, &[row], &cols, &b, n, &mut alone);
+                let alone = gathered(n, |out| f32::gemm_gather(&src, &[row], &cols, &b, n, out));
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(
                     bits(&alone),

@@ -303,6 +303,19 @@ where
     Ok(out.into_vec())
 }
 
+/// A result of `len` elements written by `body`, which gets the buffer as an [`OutBuf`]
+/// (fresh: nothing initialised yet); or the error of an allocation that failed. For runtime
+/// kernels that store every element themselves (conv2d: [`crate::conv::conv2d_buf`]).
+pub fn fresh_with<T: Element>(
+    op: &'static str,
+    len: usize,
+    body: impl FnOnce(&mut OutBuf<T>),
+) -> Result<Vec<T>, Error> {
+    let mut out = OutBuf::fresh(op, len)?;
+    body(&mut out);
+    Ok(out.into_vec())
+}
+
 /// The output buffer of a kernel that writes it in parallel blocks: either a reused buffer
 /// (already initialised) or a fresh one whose blocks the kernel stores write-only, each
 /// element once ([`OutBlock::write_with`], [`OutBlock::write_rows`], [`OutBlock::rows`]).
@@ -401,6 +414,50 @@ impl<T: Element> OutBuf<T> {
         self.par_blocks(size * unit_len)
             .enumerate()
             .for_each(|(i, block)| body(i * size, block));
+    }
+
+    /// How many elements the buffer holds.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Whether every element is initialised (a reused buffer, or a fresh one written whole).
+    pub fn is_initialised(&self) -> bool {
+        self.reused || self.initialised.load(Ordering::Relaxed) == self.buf.len()
+    }
+
+    /// The buffer as initialised elements, writing `T::default()` over all of them first if
+    /// they were not all initialised: for kernels that take a `&mut [T]`.
+    pub fn initialise_mut(&mut self) -> &mut [T] {
+        if !self.is_initialised() {
+            for x in self.buf.iter_mut() {
+                x.write(T::default());
+            }
+            *self.initialised.get_mut() = self.buf.len();
+        }
+        // SAFETY: every element is initialised (checked, or written just above), and
+        // `MaybeUninit<T>` has the layout of `T`.
+        unsafe { &mut *(self.buf.as_mut_slice() as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
+    /// The whole buffer as possibly uninitialised memory, for a runtime kernel that stores
+    /// every element through it (conv2d's gather kernel); see
+    /// [`OutBuf::assume_all_initialised`].
+    pub(crate) fn uninit_mut(&mut self) -> &mut [MaybeUninit<T>] {
+        &mut self.buf
+    }
+
+    /// Records that every element has been initialised.
+    ///
+    /// # Safety
+    /// Every element of the buffer has been written since it was made.
+    pub(crate) unsafe fn assume_all_initialised(&mut self) {
+        *self.initialised.get_mut() = self.buf.len();
     }
 
     /// The written buffer.

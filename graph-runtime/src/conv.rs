@@ -7,8 +7,11 @@
 //! the epilogue while it is still in cache.
 
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
+use crate::compiled::OutBuf;
+use crate::dtype::Element;
 use crate::matmul::{row_align, GemmElement};
 
 /// Padding mode of `conv2d`, with TensorFlow's semantics.
@@ -176,33 +179,49 @@ pub fn conv2d_with<T: GemmElement, E>(
     E: Fn(usize, &mut [T]) + Sync,
 {
     let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, algorithm);
-    let g = prepared.g;
-    let pixels = x_shape[0] * g.oh * g.ow;
-    assert!(
-        x.len() == x_shape[0] * g.h * g.w * g.cin
-            && k.len() == g.patch() * g.cout
-            && out.len() == pixels * g.cout,
-        "conv2d_into: slices do not match shapes"
-    );
-    if out.is_empty() {
-        return;
-    }
-    let run = |(bi, block): (usize, &mut [T]), pb: usize| {
-        prepared.compute(x, k, bi * pb, block, &epilogue);
+    prepared.check(x, k, out.len());
+    prepared.for_each_block(out, |p0, block| {
+        prepared.compute(x, k, p0, block, &epilogue)
+    });
+}
+
+/// [`conv2d_into`] into an output buffer that may be fresh memory ([`OutBuf`]): the gather
+/// kernel stores every element once, so a fresh buffer is never zeroed first (zeroing W3's
+/// 16 MiB result cost a pass over it each call); a reused buffer, or a convolution without
+/// the gather kernel, goes through [`conv2d_into`]. Every element is initialised when it
+/// returns, and the epilogue sees each one once, after the kernel wrote it.
+///
+/// Panics as [`conv2d_into`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_buf<T: GemmElement + Element, E>(
+    x: &[T],
+    x_shape: [usize; 4],
+    k: &[T],
+    k_shape: [usize; 4],
+    stride: usize,
+    padding: Padding,
+    out: &mut OutBuf<T>,
+    epilogue: E,
+) where
+    E: Fn(usize, &mut [T]) + Sync,
+{
+    let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, Algorithm::Best);
+    let t = match &prepared.gather {
+        Some(t) if !out.is_initialised() => t,
+        _ => {
+            let out = out.initialise_mut();
+            conv2d_into(x, x_shape, k, k_shape, stride, padding, out, epilogue);
+            return;
+        }
     };
-    if pixels.saturating_mul(g.patch()).saturating_mul(g.cout) < SEQUENTIAL_MACS {
-        run((0, out), pixels);
-        return;
-    }
-    let pb = pixels_per_block(
-        pixels,
-        prepared.scratch_per_pixel() + g.cout,
-        std::mem::size_of::<T>(),
-    );
-    // LOOP 1 (parallel): over blocks of `pb` output pixels.
-    out.par_chunks_mut(pb * g.cout)
-        .enumerate()
-        .for_each(|item| run(item, pb));
+    prepared.check(x, k, out.len());
+    let g = &prepared.g;
+    prepared.for_each_block(out.uninit_mut(), |p0, block| {
+        conv_block_gather(x, k, g, t, p0, block, &epilogue)
+    });
+    // SAFETY: the blocks cover the buffer, and `conv_block_gather` stores every element of
+    // its block.
+    unsafe { out.assume_all_initialised() };
 }
 
 /// A convolution resolved once (its geometry and, with a gather kernel, its offset tables),
@@ -210,6 +229,8 @@ pub fn conv2d_with<T: GemmElement, E>(
 /// fused conv2d + pooling kernel ([`crate::conv_pool`]) the rows its pooling windows read.
 pub(crate) struct Prepared {
     g: Geometry,
+    /// Images in the batch.
+    batch: usize,
     gather: Option<Arc<GatherTables>>,
 }
 
@@ -245,7 +266,46 @@ impl Prepared {
         // With a gather kernel, interior patches are read in place through a table of offsets.
         let gather =
             (algorithm == Algorithm::Best && T::has_gather_kernel(cout)).then(|| gather_tables(&g));
-        Prepared { g, gather }
+        Prepared {
+            g,
+            batch: x_shape[0],
+            gather,
+        }
+    }
+
+    /// Panics unless `x`, `k` and an output of `out_len` elements match the shapes.
+    fn check<T>(&self, x: &[T], k: &[T], out_len: usize) {
+        let g = &self.g;
+        let pixels = self.batch * g.oh * g.ow;
+        assert!(
+            x.len() == self.batch * g.h * g.w * g.cin
+                && k.len() == g.patch() * g.cout
+                && out_len == pixels * g.cout,
+            "conv2d_into: slices do not match shapes"
+        );
+    }
+
+    /// Runs `run(first_pixel, block)` over `out` cut into blocks of whole output pixels: on
+    /// this thread for a small convolution, else in parallel blocks sized for the cache.
+    fn for_each_block<S: Send>(&self, out: &mut [S], run: impl Fn(usize, &mut [S]) + Sync) {
+        let g = &self.g;
+        if out.is_empty() {
+            return;
+        }
+        let pixels = out.len() / g.cout;
+        if pixels.saturating_mul(g.patch()).saturating_mul(g.cout) < SEQUENTIAL_MACS {
+            run(0, out);
+            return;
+        }
+        let pb = pixels_per_block(
+            pixels,
+            self.scratch_per_pixel() + g.cout,
+            std::mem::size_of::<S>(),
+        );
+        // LOOP 1 (parallel): over blocks of `pb` output pixels.
+        out.par_chunks_mut(pb * g.cout)
+            .enumerate()
+            .for_each(|(bi, block)| run(bi * pb, block));
     }
 
     /// The output's height and width.
@@ -280,7 +340,12 @@ impl Prepared {
         mut epilogue: impl FnMut(usize, &mut [T]),
     ) {
         match &self.gather {
-            Some(t) => conv_block_gather(x, k, &self.g, t, p0, block, epilogue),
+            Some(t) => {
+                // SAFETY: `MaybeUninit<T>` has the layout of `T`, and the gather kernel only
+                // stores initialised values through the view, so `block` stays initialised.
+                let view = unsafe { &mut *(block as *mut [T] as *mut [MaybeUninit<T>]) };
+                conv_block_gather(x, k, &self.g, t, p0, view, epilogue)
+            }
             None => {
                 conv_block(x, k, &self.g, p0, block);
                 epilogue(p0, block);
@@ -407,14 +472,17 @@ fn conv_block_gather<T: GemmElement>(
     g: &Geometry,
     t: &GatherTables,
     p0: usize,
-    block: &mut [T],
+    block: &mut [MaybeUninit<T>],
     mut epilogue: impl FnMut(usize, &mut [T]),
 ) {
     let rows = block.len() / g.cout;
     let patch = g.patch();
     if patch == 0 {
-        block.fill(T::ZERO);
-        epilogue(p0, block);
+        for e in block.iter_mut() {
+            e.write(T::ZERO);
+        }
+        // SAFETY: every element was written just above.
+        epilogue(p0, unsafe { assume_init(block) });
         return;
     }
     // Neighbouring output pixels of one row read patches this far apart in `x`.
@@ -436,7 +504,8 @@ fn conv_block_gather<T: GemmElement>(
                 T::gemm_gather_strided(x, origin, step, whole, &t.in_place, k, g.cout, out);
                 px.advance_in_row(g, whole);
                 q += whole;
-                epilogue(p0 + start, out);
+                // SAFETY: the strided GEMM stored every element of `out`.
+                epilogue(p0 + start, unsafe { assume_init(out) });
                 continue;
             }
         }
@@ -468,8 +537,20 @@ fn conv_block_gather<T: GemmElement>(
             });
         }
         q += cnt;
-        epilogue(p0 + start, out);
+        // SAFETY: the gather GEMM stored every element of `out`.
+        epilogue(p0 + start, unsafe { assume_init(out) });
     }
+}
+
+/// The run `s` as initialised elements.
+///
+/// # Safety
+/// Every element of `s` has been written.
+#[inline]
+unsafe fn assume_init<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
+    // SAFETY: `MaybeUninit<T>` has the layout of `T`, and the caller vouches that every
+    // element is initialised.
+    unsafe { &mut *(s as *mut [MaybeUninit<T>] as *mut [T]) }
 }
 
 /// The GEMM of a run of interior pixels (patch origins `offsets`), cut into the micro-kernel's
@@ -484,7 +565,7 @@ fn gather_interior<T: GemmElement>(
     t: &GatherTables,
     offsets: &[usize],
     step: usize,
-    out: &mut [T],
+    out: &mut [MaybeUninit<T>],
 ) {
     let (cnt, mr, n) = (offsets.len(), row_align(), g.cout);
     // Whether the tile at `s` is whole and continues the progression that starts at `from`.

@@ -236,6 +236,25 @@ impl<'a> ExecCtx<'a> {
         Ok(fresh)
     }
 
+    /// The buffer of `slot` with `len` elements, written by `body`: the slot's own buffer
+    /// when it holds one large enough (initialised), else a fresh one nothing has
+    /// initialised (see [`crate::compiled::fresh_with`]).
+    #[inline]
+    pub fn take_with<T: SlotElement>(
+        &mut self,
+        slot: usize,
+        len: usize,
+        op: &'static str,
+        body: impl FnOnce(&mut crate::compiled::OutBuf<T>),
+    ) -> Result<Vec<T>, Error> {
+        let Some(v) = self.reusable(slot, len) else {
+            return crate::compiled::fresh_with(op, len, body);
+        };
+        let mut out = crate::compiled::OutBuf::reused(v);
+        body(&mut out);
+        Ok(out.into_vec())
+    }
+
     /// The buffer of `slot` with `len` elements, written by `body` over whole units of
     /// `unit_len` elements in parallel (as [`crate::parallel::for_each_chunk`]), each block
     /// handed over write-only ([`crate::compiled::OutBlock`]).

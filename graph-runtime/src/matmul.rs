@@ -15,6 +15,7 @@
 //! input patches are read in place rather than copied.
 
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 use crate::dtype::Numeric;
 
@@ -201,7 +202,9 @@ pub trait GemmElement: Numeric {
 
     /// `out[r, j] = sum_p src[rows[r] + cols[p]] * b[p, j]`: a GEMM whose left operand is
     /// gathered from `src` (row `r` starts at `rows[r]`, column `p` sits `cols[p]` further),
-    /// so conv2d reads input patches in place instead of copying them (im2col).
+    /// so conv2d reads input patches in place instead of copying them (im2col). `out` (at
+    /// least `rows.len() * n` elements) is only written, each of those elements once, so it
+    /// may be fresh memory.
     ///
     /// [`gemm_gather`](GemmElement::gemm_gather) for rows at a constant stride: row `r`
     /// starts at `first + r * stride` (a run of interior conv2d pixels along one output row).
@@ -220,7 +223,7 @@ pub trait GemmElement: Numeric {
         cols: &[usize],
         b: &[Self],
         n: usize,
-        out: &mut [Self],
+        out: &mut [MaybeUninit<Self>],
     ) {
         gather_rows_in_chunks(first, stride, 0..rows, n, out, |table, out| {
             Self::gemm_gather(src, table, cols, b, n, out)
@@ -236,7 +239,7 @@ pub trait GemmElement: Numeric {
         cols: &[usize],
         b: &[Self],
         n: usize,
-        out: &mut [Self],
+        out: &mut [MaybeUninit<Self>],
     ) {
         let _ = (src, rows, cols, b, n, out);
         unreachable!("gemm_gather without a kernel");
@@ -358,7 +361,7 @@ impl GemmElement for f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         gather_f32::gemm_gather(src, rows, cols, b, n, out)
     }
@@ -372,7 +375,7 @@ impl GemmElement for f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         gather_f32::gemm_gather_strided(src, first, stride, rows, cols, b, n, out)
     }
@@ -2495,6 +2498,7 @@ mod packed {
 /// table, `b` is read in place.
 mod gather_f32 {
     use crate::cpu::{level, Level};
+    use std::mem::MaybeUninit;
 
     /// Column counts the kernel takes: whole 8-lane vectors.
     pub fn supported(n: usize) -> bool {
@@ -2507,7 +2511,7 @@ mod gather_f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         let k = cols.len();
         // Validate every index once, so the kernel can read unchecked.
@@ -2545,7 +2549,7 @@ mod gather_f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         assert!(
             out.len() >= rows * n,
@@ -2608,7 +2612,7 @@ mod gather_f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) -> usize {
         use super::packed::{avx2, avx512 as zmm, Strided};
         /// The tiles for one compiled-in stride.
@@ -2624,7 +2628,7 @@ mod gather_f32 {
             cols: &[usize],
             b: &[f32],
             n: usize,
-            out: &mut [f32],
+            out: &mut [MaybeUninit<f32>],
         ) {
             let mr = if avx512 { zmm::MR } else { avx2::MR };
             for j0 in (0..n).step_by(16) {
@@ -2637,7 +2641,7 @@ mod gather_f32 {
                             base: src.as_ptr().add(first + r0 * RS),
                             cols: cols.as_ptr(),
                         };
-                        let o = out.as_mut_ptr().add(r0 * n + j0);
+                        let o = out.as_mut_ptr().cast::<f32>().add(r0 * n + j0);
                         let bp = b.as_ptr().add(j0);
                         if avx512 {
                             zmm::tile_f32::<{ zmm::MR }, _>(
@@ -2683,7 +2687,7 @@ mod gather_f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         use super::packed::avx512::{tile_f32, MR};
         use super::packed::Gather;
@@ -2698,7 +2702,7 @@ mod gather_f32 {
             cols: &[usize],
             b: &[f32],
             n: usize,
-            out: &mut [f32],
+            out: &mut [MaybeUninit<f32>],
             (r0, mr, j0, nr): (usize, usize, usize, usize),
         ) {
             // A short tile repeats its last row; only `mr` rows are stored.
@@ -2711,7 +2715,7 @@ mod gather_f32 {
             };
             // SAFETY: as above; `out` holds rows.len() rows of n.
             unsafe {
-                let o = out.as_mut_ptr().add(r0 * n + j0);
+                let o = out.as_mut_ptr().cast::<f32>().add(r0 * n + j0);
                 tile_f32::<R, _>(cols.len(), a, b.as_ptr().add(j0), n, o, n, mr, nr, false);
             }
         }
@@ -2749,7 +2753,7 @@ mod gather_f32 {
         cols: &[usize],
         b: &[f32],
         n: usize,
-        out: &mut [f32],
+        out: &mut [MaybeUninit<f32>],
     ) {
         use super::packed::avx2::{tile_f32, MR};
         use super::packed::Gather;
@@ -2769,7 +2773,7 @@ mod gather_f32 {
                 };
                 // SAFETY: as above; `out` holds rows.len() rows of n.
                 unsafe {
-                    let o = out.as_mut_ptr().add(r0 * n + j0);
+                    let o = out.as_mut_ptr().cast::<f32>().add(r0 * n + j0);
                     let bp = b.as_ptr().add(j0);
                     if wide {
                         tile_f32::<2, _>(cols.len(), a, bp, n, o, n, mr, 16, false);

@@ -978,6 +978,42 @@ impl<'a> Emitter<'a> {
         }
     }
 
+    /// As [`Self::alloc`], for a node whose runtime kernel writes its buffer itself: `body`
+    /// (a closure over `&mut compiled::OutBuf`) gets the slot's reused buffer, the buffer of
+    /// the input it overwrites, or a fresh one nothing has initialised.
+    fn alloc_written(&mut self, id: NodeId, body: TokenStream) -> TokenStream {
+        let n = self.node(id);
+        let et = elem_ty(n.dtype);
+        let len = len_expr(&n.shape);
+        let op = n.op.name();
+        let vid = v(id);
+        self.store.insert(id, Store::Owned);
+        if let Some(l) = self.sched.in_place[id.0] {
+            if self.store.get(&l) == Some(&Store::Owned)
+                && !self.moved.contains(&l)
+                && self.may_move(l)
+            {
+                let lid = v(l);
+                self.moved.push(l);
+                return quote! {
+                    let mut #vid: ::std::vec::Vec<#et> = {
+                        let mut __buf = ::grafo::__private::compiled::OutBuf::reused(#lid);
+                        (#body)(&mut __buf);
+                        __buf.into_vec()
+                    };
+                };
+            }
+        }
+        match self.sched.slot[id.0] {
+            Some(s) => {
+                quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take_with::<#et>(#s, #len, #op, #body)?;)
+            }
+            _ => {
+                quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh_with::<#et>(#op, #len, #body)?;)
+            }
+        }
+    }
+
     fn group(&mut self, g: &Group) -> TokenStream {
         match g.kind {
             GroupKind::Scalar => {
@@ -1396,7 +1432,13 @@ impl<'a> Emitter<'a> {
         } else {
             None
         };
-        let alloc = self.alloc(g.root);
+        // A plain conv2d's buffer is made by `alloc_written` below, with its kernel.
+        let writes_itself = matches!(an.op, Op::Conv2d { .. }) && g.kind != GroupKind::ConvPool;
+        let alloc = if writes_itself {
+            TokenStream::new()
+        } else {
+            self.alloc(g.root)
+        };
         let vid = v(g.root);
         match an.op {
             Op::MatMul {
@@ -1459,10 +1501,17 @@ impl<'a> Emitter<'a> {
                         ::grafo::__private::conv_pool::conv2d_pool_into(#sa, #xs, #sb, #ks, #stride, #pad, #pool, &mut #vid[..], #call_epi);
                     };
                 }
+                // The conv2d kernel stores every element of its output once: a fresh result
+                // is not zeroed first.
+                let written = self.alloc_written(
+                    g.root,
+                    quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
+                        ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi)
+                    }),
+                );
                 quote! {
-                    #alloc
                     #pre
-                    ::grafo::__private::conv::conv2d_into(#sa, #xs, #sb, #ks, #stride, #pad, &mut #vid[..], #call_epi);
+                    #written
                 }
             }
             Op::ConvGeneral {
