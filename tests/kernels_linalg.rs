@@ -642,6 +642,64 @@ fn gemm_gather_matches_naive_on_every_tile_height() {
     }
 }
 
+/// The conv tile that loads each input once for its three outputs along a row gives the
+/// bits of the table form with the same column order (kernel row, channel, kernel column),
+/// on whole tiles, several column panels, and channel counts 1, 3, 16.
+#[test]
+fn conv_rows_kw3_matches_the_table_form() {
+    let mut rng = Rng::new(80);
+    for &(kh, cin, pixels, n) in &[
+        (3usize, 16usize, 24usize, 16usize),
+        (3, 16, 50, 32),
+        (3, 3, 48, 16),
+        (1, 1, 72, 16),
+        (2, 5, 24, 48),
+        (3, 16, 23, 16),
+    ] {
+        let row_stride = (pixels + 2) * cin + 7;
+        let first = 3;
+        let src: Vec<f32> = rng.values(first + kh * row_stride + 5);
+        let b: Vec<f32> = rng.values(kh * cin * 3 * n);
+        let mut cols = Vec::new();
+        for i in 0..kh {
+            for c in 0..cin {
+                for j in 0..3 {
+                    cols.push(i * row_stride + j * cin + c);
+                }
+            }
+        }
+        let mut done = 0;
+        let got = gathered(pixels * n, |out| {
+            done = f32::conv_rows_kw3(&src, first, row_stride, kh, cin, pixels, &b, n, out);
+            // What the tile leaves (short tails, other CPUs) is not its to write.
+            for v in &mut out[done * n..] {
+                v.write(0.0);
+            }
+        });
+        let whole = pixels / 24 * 24;
+        let avx512 = graph_runtime::cpu::avx512_tiles();
+        assert_eq!(
+            done,
+            if avx512 { whole } else { 0 },
+            "kh {kh} cin {cin} pixels {pixels}"
+        );
+        if done == 0 {
+            // Nothing computed (a short run, or no AVX-512: asserted just above).
+            continue;
+        }
+        let table: Vec<usize> = (0..done).map(|r| first + r * cin).collect();
+        let want = gathered(done * n, |out| {
+            f32::gemm_gather(&src, &table, &cols, &b, n, out)
+        });
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&got[..done * n]),
+            bits(&want),
+            "kh {kh} cin {cin} pixels {pixels} n {n}"
+        );
+    }
+}
+
 /// Naive permutation through ndarray's views.
 fn naive_transpose(x: &ArrayD<i64>, perm: &[usize]) -> Vec<i64> {
     x.clone()

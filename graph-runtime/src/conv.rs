@@ -398,16 +398,38 @@ struct GatherTables {
 }
 
 impl GatherTables {
+    /// The columns in the gather path's order: kernel row, input channel, kernel column (the
+    /// order [`GemmElement::conv_rows_kw3`] accumulates in, so every path of a convolution
+    /// sums each output in one order).
     fn new(g: &Geometry) -> GatherTables {
         let mut in_place = Vec::with_capacity(g.patch());
+        let mut copied = Vec::with_capacity(g.patch());
         for i in 0..g.kh {
-            for j in 0..g.kw {
-                in_place.extend((0..g.cin).map(|c| (i * g.w + j) * g.cin + c));
+            for c in 0..g.cin {
+                for j in 0..g.kw {
+                    in_place.push((i * g.w + j) * g.cin + c);
+                    // An im2col row is laid out (kernel row, kernel column, channel).
+                    copied.push((i * g.kw + j) * g.cin + c);
+                }
             }
         }
-        GatherTables {
-            in_place,
-            copied: (0..g.patch()).collect(),
+        GatherTables { in_place, copied }
+    }
+}
+
+/// Writes the kernel `k` (`[KH, KW, Cin, Cout]`) into `out` with its rows in the gather
+/// path's order (kernel row, input channel, kernel column).
+fn reorder_kernel<T: Copy>(k: &[T], g: &Geometry, out: &mut [T]) {
+    let n = g.cout;
+    let mut dst = out.chunks_exact_mut(n);
+    for i in 0..g.kh {
+        for c in 0..g.cin {
+            for j in 0..g.kw {
+                let src = ((i * g.kw + j) * g.cin + c) * n;
+                if let Some(d) = dst.next() {
+                    d.copy_from_slice(&k[src..src + n]);
+                }
+            }
         }
     }
 }
@@ -475,9 +497,7 @@ fn conv_block_gather<T: GemmElement>(
     block: &mut [MaybeUninit<T>],
     mut epilogue: impl FnMut(usize, &mut [T]),
 ) {
-    let rows = block.len() / g.cout;
-    let patch = g.patch();
-    if patch == 0 {
+    if g.patch() == 0 {
         for e in block.iter_mut() {
             e.write(T::ZERO);
         }
@@ -485,9 +505,30 @@ fn conv_block_gather<T: GemmElement>(
         epilogue(p0, unsafe { assume_init(block) });
         return;
     }
+    // The kernel's rows in the tables' order, for this block (a small copy next to the
+    // block's work).
+    T::with_kernel_scratch(k.len(), |kr| {
+        reorder_kernel(k, g, kr);
+        conv_block_gather_ordered(x, kr, g, t, p0, block, epilogue)
+    })
+}
+
+/// [`conv_block_gather`] with the kernel `k` reordered as the tables are.
+fn conv_block_gather_ordered<T: GemmElement>(
+    x: &[T],
+    k: &[T],
+    g: &Geometry,
+    t: &GatherTables,
+    p0: usize,
+    block: &mut [MaybeUninit<T>],
+    mut epilogue: impl FnMut(usize, &mut [T]),
+) {
+    let rows = block.len() / g.cout;
+    let patch = g.patch();
     // Neighbouring output pixels of one row read patches this far apart in `x`.
     let step = g.stride * g.cin;
     let mr = row_align();
+    let kw3 = g.kw == 3 && g.stride == 1;
     let mut offsets = [0usize; GATHER_PIXELS];
     let mut border = [Pixel { n: 0, oh: 0, ow: 0 }; GATHER_PIXELS];
     let mut px = Pixel::at(g, p0);
@@ -501,7 +542,19 @@ fn conv_block_gather<T: GemmElement>(
             let whole = left / mr * mr;
             if whole > 0 {
                 let out = &mut block[q * g.cout..(q + whole) * g.cout];
-                T::gemm_gather_strided(x, origin, step, whole, &t.in_place, k, g.cout, out);
+                // Three kernel columns at stride 1: the tile that loads each input once for
+                // its three outputs, then the strided form for what it leaves.
+                let row_stride = g.w * g.cin;
+                let done = if kw3 {
+                    T::conv_rows_kw3(x, origin, row_stride, g.kh, g.cin, whole, k, g.cout, out)
+                } else {
+                    0
+                };
+                if done < whole {
+                    let (o, r) = (origin + done * step, whole - done);
+                    let out = &mut out[done * g.cout..];
+                    T::gemm_gather_strided(x, o, step, r, &t.in_place, k, g.cout, out);
+                }
                 px.advance_in_row(g, whole);
                 q += whole;
                 // SAFETY: the strided GEMM stored every element of `out`.

@@ -193,6 +193,35 @@ pub trait GemmElement: Numeric {
     /// (a stolen task on this thread could reach for the borrowed buffer).
     fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
 
+    /// Runs `f` on this thread's buffer for a reordered copy of a conv2d kernel, grown to at
+    /// least `len` elements; a fresh vector instead if the buffer is in use (a nested call).
+    fn with_kernel_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+
+    /// Output pixels `0..pixels` of a run along one output row of a stride-1 convolution
+    /// with 3 kernel columns, into `out` (`pixels * n`, only written): pixel `r`'s patch
+    /// starts at `src[first + r * cin]`, kernel row `i` of it `row_stride` further per row;
+    /// `b` is the kernel reordered to (kernel row, input channel, kernel column) rows of `n`.
+    /// Each input value is loaded once for the three outputs it meets along the row. Returns
+    /// how many pixels it computed (whole tiles; 0 when this CPU has no such kernel); they
+    /// hold the bits [`gemm_gather`](GemmElement::gemm_gather) gives with the same column
+    /// order.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn conv_rows_kw3(
+        src: &[Self],
+        first: usize,
+        row_stride: usize,
+        kh: usize,
+        cin: usize,
+        pixels: usize,
+        b: &[Self],
+        n: usize,
+        out: &mut [MaybeUninit<Self>],
+    ) -> usize {
+        let _ = (src, first, row_stride, kh, cin, pixels, b, n, out);
+        0
+    }
+
     /// Whether [`gemm_gather`](GemmElement::gemm_gather) has a fast kernel for `n` output columns on this CPU.
     #[inline]
     fn has_gather_kernel(n: usize) -> bool {
@@ -316,6 +345,22 @@ macro_rules! scratch_impl {
                 f(&mut buf[..len])
             })
         }
+
+        #[inline]
+        fn with_kernel_scratch<R>(len: usize, f: impl FnOnce(&mut [$t]) -> R) -> R {
+            thread_local! {
+                static KERNEL: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) };
+            }
+            KERNEL.with(|cell| match cell.try_borrow_mut() {
+                Ok(mut buf) => {
+                    if buf.len() < len {
+                        buf.resize(len, <$t>::default());
+                    }
+                    f(&mut buf[..len])
+                }
+                Err(_) => f(&mut vec![<$t>::default(); len]),
+            })
+        }
     };
 }
 
@@ -352,6 +397,21 @@ impl GemmElement for f32 {
     #[inline]
     fn has_gather_kernel(n: usize) -> bool {
         gather_f32::supported(n)
+    }
+
+    #[inline]
+    fn conv_rows_kw3(
+        src: &[f32],
+        first: usize,
+        row_stride: usize,
+        kh: usize,
+        cin: usize,
+        pixels: usize,
+        b: &[f32],
+        n: usize,
+        out: &mut [MaybeUninit<f32>],
+    ) -> usize {
+        gather_f32::conv_rows_kw3(src, first, row_stride, kh, cin, pixels, b, n, out)
     }
 
     #[inline]
@@ -2592,6 +2652,237 @@ mod gather_f32 {
         super::gather_rows_in_chunks(first, stride, done..rows, n, out, |table, out| {
             gemm_gather(src, table, cols, b, n, out)
         });
+    }
+
+    /// Pixels of one output row a [`conv_rows_kw3`] tile computes.
+    const KW3_TILE: usize = 24;
+
+    /// See [`super::GemmElement::conv_rows_kw3`]: whole tiles of 24 pixels on the AVX-512
+    /// tile, 0 elsewhere.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_rows_kw3(
+        src: &[f32],
+        first: usize,
+        row_stride: usize,
+        kh: usize,
+        cin: usize,
+        pixels: usize,
+        b: &[f32],
+        n: usize,
+        out: &mut [MaybeUninit<f32>],
+    ) -> usize {
+        #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+        {
+            let tiles = pixels / KW3_TILE;
+            if tiles == 0
+                || kh == 0
+                || cin == 0
+                || !n.is_multiple_of(16)
+                || !supported(n)
+                || !crate::cpu::avx512_tiles()
+            {
+                return 0;
+            }
+            let done = tiles * KW3_TILE;
+            // The last value read: kernel row kh - 1, input pixel done + 1, channel cin - 1.
+            let last = first + (kh - 1) * row_stride + (done + 2) * cin - 1;
+            assert!(
+                last < src.len() && b.len() >= kh * cin * 3 * n && out.len() >= done * n,
+                "conv_rows_kw3: index out of range"
+            );
+            for j0 in (0..n).step_by(16) {
+                for t in 0..tiles {
+                    // SAFETY: AVX-512 checked by `avx512_tiles`; the assert bounds every
+                    // input index of the tiles, the 3 * kh * cin rows of `b` and the rows of
+                    // `out`.
+                    unsafe {
+                        tile_kw3(
+                            src.as_ptr().add(first + t * KW3_TILE * cin),
+                            row_stride,
+                            kh,
+                            cin,
+                            b.as_ptr().add(j0),
+                            n,
+                            out.as_mut_ptr().cast::<f32>().add(t * KW3_TILE * n + j0),
+                        )
+                    }
+                }
+            }
+            done
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "x86")))]
+        {
+            let _ = (src, first, row_stride, kh, cin, pixels, b, n, out);
+            0
+        }
+    }
+
+    /// One tile of [`conv_rows_kw3`]: 24 output pixels x 16 channels in 24 zmm accumulators.
+    /// For each kernel row and input channel the three weight vectors (kernel columns 0, 1,
+    /// 2) stay in registers and each of the 26 input pixels the tile's patches cover is
+    /// broadcast once for the (up to) three outputs it feeds: 26 loads for 72 FMAs, where the
+    /// 24 x 16 tile does 24 for 24. Output `r` accumulates in the order (kernel row, channel,
+    /// column), the order of the reordered kernel's rows.
+    ///
+    /// # Safety
+    /// AVX-512 F present; `x` valid for `kh` rows (`row_stride` apart) of 26 pixels of `cin`;
+    /// `b` for `3 * kh * cin` rows of 16 at stride `ldb`; `c` for 24 rows of 16 at stride `ldb`.
+    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+    unsafe fn tile_kw3(
+        x: *const f32,
+        row_stride: usize,
+        kh: usize,
+        cin: usize,
+        b: *const f32,
+        ldb: usize,
+        c: *mut f32,
+    ) {
+        #[cfg(target_arch = "x86")]
+        use std::arch::x86::*;
+        #[cfg(target_arch = "x86_64")]
+        use std::arch::x86_64::*;
+        let mut a = [_mm512_setzero_ps(); KW3_TILE];
+        // SAFETY: the caller's contract bounds every pointer formed and read below (26
+        // pixels of `kh` rows, `3 * kh * cin` rows of `b`, 24 rows of `c`).
+        unsafe {
+            for i in 0..kh {
+                for ci in 0..cin {
+                    // The tile's 26 input pixels, one after the other.
+                    let mut px = x.add(i * row_stride + ci);
+                    let w = b.add((i * cin + ci) * 3 * ldb);
+                    let w0 = _mm512_loadu_ps(w);
+                    let w1 = _mm512_loadu_ps(w.add(ldb));
+                    let w2 = _mm512_loadu_ps(w.add(2 * ldb));
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[0] = _mm512_fmadd_ps(x, w0, a[0]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[1] = _mm512_fmadd_ps(x, w0, a[1]);
+                    a[0] = _mm512_fmadd_ps(x, w1, a[0]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[2] = _mm512_fmadd_ps(x, w0, a[2]);
+                    a[1] = _mm512_fmadd_ps(x, w1, a[1]);
+                    a[0] = _mm512_fmadd_ps(x, w2, a[0]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[3] = _mm512_fmadd_ps(x, w0, a[3]);
+                    a[2] = _mm512_fmadd_ps(x, w1, a[2]);
+                    a[1] = _mm512_fmadd_ps(x, w2, a[1]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[4] = _mm512_fmadd_ps(x, w0, a[4]);
+                    a[3] = _mm512_fmadd_ps(x, w1, a[3]);
+                    a[2] = _mm512_fmadd_ps(x, w2, a[2]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[5] = _mm512_fmadd_ps(x, w0, a[5]);
+                    a[4] = _mm512_fmadd_ps(x, w1, a[4]);
+                    a[3] = _mm512_fmadd_ps(x, w2, a[3]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[6] = _mm512_fmadd_ps(x, w0, a[6]);
+                    a[5] = _mm512_fmadd_ps(x, w1, a[5]);
+                    a[4] = _mm512_fmadd_ps(x, w2, a[4]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[7] = _mm512_fmadd_ps(x, w0, a[7]);
+                    a[6] = _mm512_fmadd_ps(x, w1, a[6]);
+                    a[5] = _mm512_fmadd_ps(x, w2, a[5]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[8] = _mm512_fmadd_ps(x, w0, a[8]);
+                    a[7] = _mm512_fmadd_ps(x, w1, a[7]);
+                    a[6] = _mm512_fmadd_ps(x, w2, a[6]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[9] = _mm512_fmadd_ps(x, w0, a[9]);
+                    a[8] = _mm512_fmadd_ps(x, w1, a[8]);
+                    a[7] = _mm512_fmadd_ps(x, w2, a[7]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[10] = _mm512_fmadd_ps(x, w0, a[10]);
+                    a[9] = _mm512_fmadd_ps(x, w1, a[9]);
+                    a[8] = _mm512_fmadd_ps(x, w2, a[8]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[11] = _mm512_fmadd_ps(x, w0, a[11]);
+                    a[10] = _mm512_fmadd_ps(x, w1, a[10]);
+                    a[9] = _mm512_fmadd_ps(x, w2, a[9]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[12] = _mm512_fmadd_ps(x, w0, a[12]);
+                    a[11] = _mm512_fmadd_ps(x, w1, a[11]);
+                    a[10] = _mm512_fmadd_ps(x, w2, a[10]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[13] = _mm512_fmadd_ps(x, w0, a[13]);
+                    a[12] = _mm512_fmadd_ps(x, w1, a[12]);
+                    a[11] = _mm512_fmadd_ps(x, w2, a[11]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[14] = _mm512_fmadd_ps(x, w0, a[14]);
+                    a[13] = _mm512_fmadd_ps(x, w1, a[13]);
+                    a[12] = _mm512_fmadd_ps(x, w2, a[12]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[15] = _mm512_fmadd_ps(x, w0, a[15]);
+                    a[14] = _mm512_fmadd_ps(x, w1, a[14]);
+                    a[13] = _mm512_fmadd_ps(x, w2, a[13]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[16] = _mm512_fmadd_ps(x, w0, a[16]);
+                    a[15] = _mm512_fmadd_ps(x, w1, a[15]);
+                    a[14] = _mm512_fmadd_ps(x, w2, a[14]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[17] = _mm512_fmadd_ps(x, w0, a[17]);
+                    a[16] = _mm512_fmadd_ps(x, w1, a[16]);
+                    a[15] = _mm512_fmadd_ps(x, w2, a[15]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[18] = _mm512_fmadd_ps(x, w0, a[18]);
+                    a[17] = _mm512_fmadd_ps(x, w1, a[17]);
+                    a[16] = _mm512_fmadd_ps(x, w2, a[16]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[19] = _mm512_fmadd_ps(x, w0, a[19]);
+                    a[18] = _mm512_fmadd_ps(x, w1, a[18]);
+                    a[17] = _mm512_fmadd_ps(x, w2, a[17]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[20] = _mm512_fmadd_ps(x, w0, a[20]);
+                    a[19] = _mm512_fmadd_ps(x, w1, a[19]);
+                    a[18] = _mm512_fmadd_ps(x, w2, a[18]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[21] = _mm512_fmadd_ps(x, w0, a[21]);
+                    a[20] = _mm512_fmadd_ps(x, w1, a[20]);
+                    a[19] = _mm512_fmadd_ps(x, w2, a[19]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[22] = _mm512_fmadd_ps(x, w0, a[22]);
+                    a[21] = _mm512_fmadd_ps(x, w1, a[21]);
+                    a[20] = _mm512_fmadd_ps(x, w2, a[20]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[23] = _mm512_fmadd_ps(x, w0, a[23]);
+                    a[22] = _mm512_fmadd_ps(x, w1, a[22]);
+                    a[21] = _mm512_fmadd_ps(x, w2, a[21]);
+                    let x = _mm512_set1_ps(*px);
+                    px = px.add(cin);
+                    a[23] = _mm512_fmadd_ps(x, w1, a[23]);
+                    a[22] = _mm512_fmadd_ps(x, w2, a[22]);
+                    let x = _mm512_set1_ps(*px);
+                    a[23] = _mm512_fmadd_ps(x, w2, a[23]);
+                }
+            }
+            for (r, &v) in a.iter().enumerate() {
+                _mm512_storeu_ps(c.add(r * ldb), v);
+            }
+        }
     }
 
     /// `tiles` whole tiles of [`gemm_gather_strided`] (24 rows on the AVX-512 tile when
