@@ -180,8 +180,10 @@ pub fn conv2d_with<T: GemmElement, E>(
 {
     let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, algorithm);
     prepared.check(x, k, out.len());
-    prepared.for_each_block(out, |p0, block| {
-        prepared.compute(x, k, p0, block, &epilogue)
+    prepared.with_kernel(k, |k| {
+        prepared.for_each_block(out, |p0, block| {
+            prepared.compute(x, k, p0, block, &epilogue)
+        })
     });
 }
 
@@ -216,8 +218,10 @@ pub fn conv2d_buf<T: GemmElement + Element, E>(
     };
     prepared.check(x, k, out.len());
     let g = &prepared.g;
-    prepared.for_each_block(out.uninit_mut(), |p0, block| {
-        conv_block_gather(x, k, g, t, p0, block, &epilogue)
+    prepared.with_kernel(k, |k| {
+        prepared.for_each_block(out.uninit_mut(), |p0, block| {
+            conv_block_gather(x, k, g, t, p0, block, &epilogue)
+        })
     });
     // SAFETY: the blocks cover the buffer, and `conv_block_gather` stores every element of
     // its block.
@@ -270,6 +274,20 @@ impl Prepared {
             g,
             batch: x_shape[0],
             gather,
+        }
+    }
+
+    /// Runs `f` on the kernel as [`Prepared::compute`] reads it: for the gather path its rows
+    /// reordered as the tables are, once per convolution, into this thread's kernel buffer
+    /// (the blocks on every thread share it); `k` itself otherwise.
+    pub(crate) fn with_kernel<T: GemmElement, R>(&self, k: &[T], f: impl FnOnce(&[T]) -> R) -> R {
+        if self.gather.is_some() && self.g.patch() > 0 {
+            T::with_kernel_scratch(k.len(), |kr| {
+                reorder_kernel(k, &self.g, kr);
+                f(kr)
+            })
+        } else {
+            f(k)
         }
     }
 
@@ -328,7 +346,7 @@ impl Prepared {
     }
 
     /// Computes output pixels `p0 .. p0 + block.len() / Cout` (counted flat over N, OH, OW)
-    /// into `block`, handing each finished run of them to `epilogue(first_pixel, run)` (the
+    /// into `block` (`k` as [`Prepared::with_kernel`] hands it), handing each finished run of them to `epilogue(first_pixel, run)` (the
     /// runs cover the block once, in order); the values do not depend on how the pixels are
     /// cut into blocks or runs.
     pub(crate) fn compute<T: GemmElement>(
@@ -421,6 +439,9 @@ impl GatherTables {
 /// path's order (kernel row, input channel, kernel column).
 fn reorder_kernel<T: Copy>(k: &[T], g: &Geometry, out: &mut [T]) {
     let n = g.cout;
+    if n == 0 {
+        return;
+    }
     let mut dst = out.chunks_exact_mut(n);
     for i in 0..g.kh {
         for c in 0..g.cin {
@@ -484,7 +505,8 @@ impl Pixel {
 }
 
 /// One block on the gather kernel: runs of interior pixels read `x` in place, runs of
-/// border pixels go through a small im2col scratch. `epilogue(first_pixel, chunk)` runs on
+/// border pixels go through a small im2col scratch; `k` is the kernel reordered as the
+/// tables are ([`Prepared::with_kernel`]). `epilogue(first_pixel, chunk)` runs on
 /// each run as soon as it is computed, while it is still in L1 (a row of 512 pixels of 16
 /// channels is 32 KiB).
 #[allow(clippy::too_many_arguments)]
@@ -505,24 +527,6 @@ fn conv_block_gather<T: GemmElement>(
         epilogue(p0, unsafe { assume_init(block) });
         return;
     }
-    // The kernel's rows in the tables' order, for this block (a small copy next to the
-    // block's work).
-    T::with_kernel_scratch(k.len(), |kr| {
-        reorder_kernel(k, g, kr);
-        conv_block_gather_ordered(x, kr, g, t, p0, block, epilogue)
-    })
-}
-
-/// [`conv_block_gather`] with the kernel `k` reordered as the tables are.
-fn conv_block_gather_ordered<T: GemmElement>(
-    x: &[T],
-    k: &[T],
-    g: &Geometry,
-    t: &GatherTables,
-    p0: usize,
-    block: &mut [MaybeUninit<T>],
-    mut epilogue: impl FnMut(usize, &mut [T]),
-) {
     let rows = block.len() / g.cout;
     let patch = g.patch();
     // Neighbouring output pixels of one row read patches this far apart in `x`.

@@ -97,39 +97,42 @@ pub fn conv2d_pool_into<T: GemmElement + 'static, E>(
     let by_balance = (n * ph).div_ceil(threads * BLOCKS_PER_THREAD).max(1);
     let band = by_cache.min(by_balance).min(ph);
 
-    // One band: pooled rows `i0..i0 + out_band.len() / pooled_row` of image `b`.
-    let run_band = |b: usize, i0: usize, out_band: &mut [T]| {
-        let i1 = i0 + out_band.len() / pooled_row;
-        let rows = input_rows(i0..i1, oh, kh, sh, pad_top);
-        with_band_scratch::<T, _>(rows.len() * conv_row, |scratch| {
-            if !scratch.is_empty() {
-                let p0 = (b * oh + rows.start) * ow;
-                conv.compute(x, k, p0, scratch, &epilogue);
-            }
-            for (i, orow) in (i0..i1).zip(out_band.chunks_exact_mut(pooled_row)) {
-                pool_row(scratch, rows.start, oh, window, pool, i, orow);
-            }
-        });
-    };
+    // The kernel as the conv blocks read it, made once for all bands.
+    conv.with_kernel(k, |k| {
+        // One band: pooled rows `i0..i0 + out_band.len() / pooled_row` of image `b`.
+        let run_band = |b: usize, i0: usize, out_band: &mut [T]| {
+            let i1 = i0 + out_band.len() / pooled_row;
+            let rows = input_rows(i0..i1, oh, kh, sh, pad_top);
+            with_band_scratch::<T, _>(rows.len() * conv_row, |scratch| {
+                if !scratch.is_empty() {
+                    let p0 = (b * oh + rows.start) * ow;
+                    conv.compute(x, k, p0, scratch, &epilogue);
+                }
+                for (i, orow) in (i0..i1).zip(out_band.chunks_exact_mut(pooled_row)) {
+                    pool_row(scratch, rows.start, oh, window, pool, i, orow);
+                }
+            });
+        };
 
-    let macs = (n * oh * ow).saturating_mul(conv.macs_per_pixel());
-    if macs < SEQUENTIAL_MACS {
-        for (b, image) in out.chunks_mut(ph * pooled_row).enumerate() {
-            for (j, out_band) in image.chunks_mut(band * pooled_row).enumerate() {
-                run_band(b, j * band, out_band);
+        let macs = (n * oh * ow).saturating_mul(conv.macs_per_pixel());
+        if macs < SEQUENTIAL_MACS {
+            for (b, image) in out.chunks_mut(ph * pooled_row).enumerate() {
+                for (j, out_band) in image.chunks_mut(band * pooled_row).enumerate() {
+                    run_band(b, j * band, out_band);
+                }
             }
+            return;
         }
-        return;
-    }
-    // LOOP 1 (parallel): over images; LOOP 2 (parallel): over bands of pooled rows.
-    out.par_chunks_mut(ph * pooled_row)
-        .enumerate()
-        .for_each(|(b, image)| {
-            image
-                .par_chunks_mut(band * pooled_row)
-                .enumerate()
-                .for_each(|(j, out_band)| run_band(b, j * band, out_band));
-        });
+        // LOOP 1 (parallel): over images; LOOP 2 (parallel): over bands of pooled rows.
+        out.par_chunks_mut(ph * pooled_row)
+            .enumerate()
+            .for_each(|(b, image)| {
+                image
+                    .par_chunks_mut(band * pooled_row)
+                    .enumerate()
+                    .for_each(|(j, out_band)| run_band(b, j * band, out_band));
+            });
+    });
 }
 
 thread_local! {
