@@ -399,9 +399,8 @@ fn conv2d_into_fresh_memory_matches_conv2d_into() {
         let mut reused = OutBuf::reused(vec![f32::NAN; len]);
         conv2d_buf(&x, xs, &k, ks, stride, padding, &mut reused, epi);
         let again = reused.into_vec();
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&got), bits(&want), "{xs:?} {ks:?}: fresh");
-        assert_eq!(bits(&again), bits(&want), "{xs:?} {ks:?}: reused");
+        assert_eq!(f32_bits(&got), f32_bits(&want), "{xs:?} {ks:?}: fresh");
+        assert_eq!(f32_bits(&again), f32_bits(&want), "{xs:?} {ks:?}: reused");
     }
 }
 
@@ -536,6 +535,11 @@ fn conv2d_pool_matches_conv_then_pool() {
     }
 }
 
+/// The bit patterns of `v`, for comparisons that must be exact (NaN payloads, -0).
+fn f32_bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
 /// Runs a gather GEMM into `len` elements of output memory it must only write (as conv2d
 /// hands it fresh memory) and returns them, asserting it stored every one: the memory starts
 /// as a NaN bit pattern no product of these finite inputs gives.
@@ -591,10 +595,9 @@ fn gemm_gather_strided_matches_the_table_form() {
         let got = gathered(rows * n, |out| {
             f32::gemm_gather_strided(&src, first, stride, rows, &cols, &b, n, out)
         });
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(
-            bits(&got),
-            bits(&want),
+            f32_bits(&got),
+            f32_bits(&want),
             "stride {stride} rows {rows} n {n} k {k}"
         );
     }
@@ -631,10 +634,9 @@ fn gemm_gather_matches_naive_on_every_tile_height() {
             assert_close(&got, &want, k as f64, &format!("rows {rows} n {n} k {k}"));
             for (r, &row) in table.iter().enumerate() {
                 let alone = gathered(n, |out| f32::gemm_gather(&src, &[row], &cols, &b, n, out));
-                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(
-                    bits(&alone),
-                    bits(&got[r * n..(r + 1) * n]),
+                    f32_bits(&alone),
+                    f32_bits(&got[r * n..(r + 1) * n]),
                     "row {r} of {rows}, n {n} k {k}"
                 );
             }
@@ -691,10 +693,9 @@ fn conv_rows_kw3_matches_the_table_form() {
         let want = gathered(done * n, |out| {
             f32::gemm_gather(&src, &table, &cols, &b, n, out)
         });
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(
-            bits(&got[..done * n]),
-            bits(&want),
+            f32_bits(&got[..done * n]),
+            f32_bits(&want),
             "kh {kh} cin {cin} pixels {pixels} n {n}"
         );
     }

@@ -434,15 +434,22 @@ impl<T: Element> OutBuf<T> {
     /// The buffer as initialised elements, writing `T::default()` over all of them first if
     /// they were not all initialised: for kernels that take a `&mut [T]`.
     pub fn initialise_mut(&mut self) -> &mut [T] {
+        self.initialise_all();
+        // SAFETY: every element is initialised (checked, or written just above), and
+        // `MaybeUninit<T>` has the layout of `T`.
+        unsafe { &mut *(self.buf.as_mut_slice() as *mut [MaybeUninit<T>] as *mut [T]) }
+    }
+
+    /// Writes `T::default()` over every element unless all are initialised already (some
+    /// block was not handed to a kernel, or a kernel left it incomplete).
+    fn initialise_all(&mut self) {
         if !self.is_initialised() {
+            // Writing over a `MaybeUninit` is always allowed.
             for x in self.buf.iter_mut() {
                 x.write(T::default());
             }
             *self.initialised.get_mut() = self.buf.len();
         }
-        // SAFETY: every element is initialised (checked, or written just above), and
-        // `MaybeUninit<T>` has the layout of `T`.
-        unsafe { &mut *(self.buf.as_mut_slice() as *mut [MaybeUninit<T>] as *mut [T]) }
     }
 
     /// The whole buffer as possibly uninitialised memory, for a runtime kernel that stores
@@ -462,18 +469,12 @@ impl<T: Element> OutBuf<T> {
 
     /// The written buffer.
     pub fn into_vec(mut self) -> Vec<T> {
-        if !self.reused && *self.initialised.get_mut() != self.buf.len() {
-            // Some block was not handed to a kernel: initialise everything (writing over a
-            // `MaybeUninit` is always allowed).
-            for x in self.buf.iter_mut() {
-                x.write(T::default());
-            }
-        }
+        self.initialise_all();
         let mut buf = std::mem::ManuallyDrop::new(std::mem::take(&mut self.buf));
         // SAFETY: every element is initialised: the buffer was reused (initialised when it
         // came in), or the blocks initialised `len` elements in all, and since blocks are
         // disjoint chunks of the buffer each initialised at most once (`init` takes the
-        // block by value), that is every element; otherwise the loop above initialised them.
+        // block by value), that is every element; otherwise `initialise_all` initialised them.
         // `MaybeUninit<T>` has the layout of `T`, so the allocation is the one a `Vec<T>` of
         // this capacity frees.
         unsafe { Vec::from_raw_parts(buf.as_mut_ptr().cast::<T>(), buf.len(), buf.capacity()) }

@@ -179,12 +179,7 @@ pub fn conv2d_with<T: GemmElement, E>(
     E: Fn(usize, &mut [T]) + Sync,
 {
     let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, algorithm);
-    prepared.check(x, k, out.len());
-    prepared.with_kernel(k, |k| {
-        prepared.for_each_block(out, |p0, block| {
-            prepared.compute(x, k, p0, block, &epilogue)
-        })
-    });
+    prepared.run(x, k, out, &epilogue);
 }
 
 /// [`conv2d_into`] into an output buffer that may be fresh memory ([`OutBuf`]): the gather
@@ -210,11 +205,7 @@ pub fn conv2d_buf<T: GemmElement + Element, E>(
     let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, Algorithm::Best);
     let t = match &prepared.gather {
         Some(t) if !out.is_initialised() => t,
-        _ => {
-            let out = out.initialise_mut();
-            conv2d_into(x, x_shape, k, k_shape, stride, padding, out, epilogue);
-            return;
-        }
+        _ => return prepared.run(x, k, out.initialise_mut(), &epilogue),
     };
     prepared.check(x, k, out.len());
     let g = &prepared.g;
@@ -291,6 +282,20 @@ impl Prepared {
         }
     }
 
+    /// The whole convolution into the initialised `out`, in blocks (see [`conv2d_into`]).
+    fn run<T: GemmElement>(
+        &self,
+        x: &[T],
+        k: &[T],
+        out: &mut [T],
+        epilogue: &(impl Fn(usize, &mut [T]) + Sync),
+    ) {
+        self.check(x, k, out.len());
+        self.with_kernel(k, |k| {
+            self.for_each_block(out, |p0, block| self.compute(x, k, p0, block, epilogue))
+        });
+    }
+
     /// Panics unless `x`, `k` and an output of `out_len` elements match the shapes.
     fn check<T>(&self, x: &[T], k: &[T], out_len: usize) {
         let g = &self.g;
@@ -346,9 +351,9 @@ impl Prepared {
     }
 
     /// Computes output pixels `p0 .. p0 + block.len() / Cout` (counted flat over N, OH, OW)
-    /// into `block` (`k` as [`Prepared::with_kernel`] hands it), handing each finished run of them to `epilogue(first_pixel, run)` (the
-    /// runs cover the block once, in order); the values do not depend on how the pixels are
-    /// cut into blocks or runs.
+    /// into `block` (`k` as [`Prepared::with_kernel`] hands it), handing each finished run of
+    /// them to `epilogue(first_pixel, run)` (the runs cover the block once, in order); the
+    /// values do not depend on how the pixels are cut into blocks or runs.
     pub(crate) fn compute<T: GemmElement>(
         &self,
         x: &[T],
@@ -541,7 +546,8 @@ fn conv_block_gather<T: GemmElement>(
     // long, except that the whole tiles of a row's interior go to the strided form at once.
     while q < rows {
         let start = q;
-        if let Some(origin) = px.interior_origin(g) {
+        let first_origin = px.interior_origin(g);
+        if let Some(origin) = first_origin {
             let left = (g.interior_end() - px.ow).min(rows - q);
             let whole = left / mr * mr;
             if whole > 0 {
@@ -566,7 +572,7 @@ fn conv_block_gather<T: GemmElement>(
                 continue;
             }
         }
-        let interior = px.interior_origin(g).is_some();
+        let interior = first_origin.is_some();
         let mut cnt = 0;
         while q + cnt < rows && cnt < GATHER_PIXELS {
             match (interior, px.interior_origin(g)) {

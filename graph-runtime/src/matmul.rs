@@ -329,7 +329,15 @@ macro_rules! prepack_impl {
     };
 }
 
-/// Implements [`GemmElement::with_scratch`] with one thread-local vector per type.
+/// The first `len` elements of `buf`, grown with default values if it is shorter.
+fn grown<T: Default + Clone>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
+    if buf.len() < len {
+        buf.resize(len, T::default());
+    }
+    &mut buf[..len]
+}
+
+/// Implements [`GemmElement::with_scratch`] and [`GemmElement::with_kernel_scratch`] with thread-local vectors per type.
 macro_rules! scratch_impl {
     ($t:ty) => {
         #[inline]
@@ -337,13 +345,7 @@ macro_rules! scratch_impl {
             thread_local! {
                 static SCRATCH: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) };
             }
-            SCRATCH.with(|cell| {
-                let mut buf = cell.borrow_mut();
-                if buf.len() < len {
-                    buf.resize(len, <$t>::default());
-                }
-                f(&mut buf[..len])
-            })
+            SCRATCH.with(|cell| f(grown(&mut cell.borrow_mut(), len)))
         }
 
         #[inline]
@@ -352,12 +354,7 @@ macro_rules! scratch_impl {
                 static KERNEL: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) };
             }
             KERNEL.with(|cell| match cell.try_borrow_mut() {
-                Ok(mut buf) => {
-                    if buf.len() < len {
-                        buf.resize(len, <$t>::default());
-                    }
-                    f(&mut buf[..len])
-                }
+                Ok(mut buf) => f(grown(&mut buf, len)),
                 Err(_) => f(&mut vec![<$t>::default(); len]),
             })
         }

@@ -950,29 +950,35 @@ impl<'a> Emitter<'a> {
         out
     }
 
-    /// Declares the output buffer of a group's value.
-    fn alloc(&mut self, id: NodeId) -> TokenStream {
-        let n = self.node(id);
-        let et = elem_ty(n.dtype);
-        let len = len_expr(&n.shape);
-        let op = n.op.name();
-        let vid = v(id);
+    /// Where the buffer of `id`'s value comes from, recorded as owned (and the input it
+    /// overwrites as moved): shared by [`Self::alloc`] and [`Self::alloc_written`].
+    fn buffer_source(&mut self, id: NodeId) -> BufferSource {
         self.store.insert(id, Store::Owned);
         if let Some(l) = self.sched.in_place[id.0] {
             if self.store.get(&l) == Some(&Store::Owned)
                 && !self.moved.contains(&l)
                 && self.may_move(l)
             {
-                let lid = v(l);
                 self.moved.push(l);
-                return quote!(let mut #vid: ::std::vec::Vec<#et> = #lid;);
+                return BufferSource::InPlace(v(l));
             }
         }
         match self.sched.slot[id.0] {
-            Some(s) => {
+            Some(s) => BufferSource::Slot(s),
+            None => BufferSource::Fresh,
+        }
+    }
+
+    /// Declares the output buffer of a group's value.
+    fn alloc(&mut self, id: NodeId) -> TokenStream {
+        let n = self.node(id);
+        let (et, len, op, vid) = (elem_ty(n.dtype), len_expr(&n.shape), n.op.name(), v(id));
+        match self.buffer_source(id) {
+            BufferSource::InPlace(lid) => quote!(let mut #vid: ::std::vec::Vec<#et> = #lid;),
+            BufferSource::Slot(s) => {
                 quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take::<#et>(#s, #len, #op)?;)
             }
-            _ => {
+            BufferSource::Fresh => {
                 quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh::<#et>(#op, #len)?;)
             }
         }
@@ -983,32 +989,19 @@ impl<'a> Emitter<'a> {
     /// the input it overwrites, or a fresh one nothing has initialised.
     fn alloc_written(&mut self, id: NodeId, body: TokenStream) -> TokenStream {
         let n = self.node(id);
-        let et = elem_ty(n.dtype);
-        let len = len_expr(&n.shape);
-        let op = n.op.name();
-        let vid = v(id);
-        self.store.insert(id, Store::Owned);
-        if let Some(l) = self.sched.in_place[id.0] {
-            if self.store.get(&l) == Some(&Store::Owned)
-                && !self.moved.contains(&l)
-                && self.may_move(l)
-            {
-                let lid = v(l);
-                self.moved.push(l);
-                return quote! {
-                    let mut #vid: ::std::vec::Vec<#et> = {
-                        let mut __buf = ::grafo::__private::compiled::OutBuf::reused(#lid);
-                        (#body)(&mut __buf);
-                        __buf.into_vec()
-                    };
+        let (et, len, op, vid) = (elem_ty(n.dtype), len_expr(&n.shape), n.op.name(), v(id));
+        match self.buffer_source(id) {
+            BufferSource::InPlace(lid) => quote! {
+                let mut #vid: ::std::vec::Vec<#et> = {
+                    let mut __buf = ::grafo::__private::compiled::OutBuf::reused(#lid);
+                    (#body)(&mut __buf);
+                    __buf.into_vec()
                 };
-            }
-        }
-        match self.sched.slot[id.0] {
-            Some(s) => {
+            },
+            BufferSource::Slot(s) => {
                 quote!(let mut #vid: ::std::vec::Vec<#et> = __ctx.take_with::<#et>(#s, #len, #op, #body)?;)
             }
-            _ => {
+            BufferSource::Fresh => {
                 quote!(let mut #vid: ::std::vec::Vec<#et> = ::grafo::__private::compiled::fresh_with::<#et>(#op, #len, #body)?;)
             }
         }
@@ -2140,6 +2133,16 @@ fn rows_writer_kernel(
             }
         }
     }
+}
+
+/// Where a value's buffer comes from (see [`Emitter::buffer_source`]).
+enum BufferSource {
+    /// The buffer of the input it overwrites, moved.
+    InPlace(Ident),
+    /// A slot of the buffer plan.
+    Slot(usize),
+    /// A new buffer.
+    Fresh,
 }
 
 #[derive(Default)]
