@@ -27,16 +27,16 @@ pub const SEQUENTIAL_MACS: usize = 1 << 16;
 /// GEMM core's fixed costs (packing the right operand) stay small next to the work.
 pub const MIN_BLOCK_MACS: usize = 1 << 18;
 
-/// How many blocks each rayon thread should get at least, for load balance. On a shared
-/// machine a thread can lose its core for milliseconds; small blocks let the other threads
-/// take over its share.
-pub const BLOCKS_PER_THREAD: usize = 8;
-
-/// With a single thread, a block holds at most this many output elements (1 MiB of f32,
-/// half an L2): one thread needs no blocks for balance, and fewer blocks read `b` fewer
-/// times (one block of W2's 256 x 512 output instead of four: 256x512x10 39 -> 61 GFLOP/s,
-/// sgemm 256 98 -> 133, single thread, interleaved p10).
-pub const SINGLE_THREAD_BLOCK: usize = 1 << 18;
+/// A block of output rows holds at most this many elements (1 MiB of f32, half an L2), and
+/// with several threads there are at least as many blocks as threads, in whole rounds of
+/// them. Fewer blocks read `b` fewer times: with one thread, one block of W2's 256 x 512
+/// output instead of four took 256x512x10 from 39 to 61 GFLOP/s and sgemm 256 from 98 to 133
+/// (interleaved, p10). With several, each block packs its own slices of `b` into its
+/// thread's L2 and uses them there at once; finer blocks for load balance (four a thread
+/// before) cost more than they balanced, each reading `b` again and serving fewer tiles from
+/// each packed slice (Xeon with AVX-512, 2 threads: sgemm 1024 7.65 -> 6.25 ms, W2's
+/// product 905 -> 672 µs).
+pub const BLOCK_ELEMENTS: usize = 1 << 18;
 
 /// Block row counts are rounded up to a multiple of this: the row count of the micro-kernel
 /// this CPU runs (6 for the AVX2 tile, 24 for the AVX-512 one), so that no block ends in a
@@ -47,6 +47,22 @@ pub fn row_align() -> usize {
         24
     } else {
         6
+    }
+}
+
+/// A right operand shared by many row blocks is packed once for all of them only up to this
+/// size (or when several batches share it); a larger one is packed by each block into its
+/// own thread's L2 (see [`matmul_into`]).
+pub const PREPACK_MAX_BYTES: usize = 1 << 20;
+
+/// The row count of the GEMM micro-kernel for `T` on this CPU: the wide 6-row AVX-512
+/// tile for `f32`, else [`row_align`]'s.
+#[inline]
+pub fn gemm_row_align<T: 'static>() -> usize {
+    if crate::cpu::avx512_tiles() && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        packed::wide::MR
+    } else {
+        row_align()
     }
 }
 
@@ -681,23 +697,26 @@ pub struct BlockPlan {
 }
 
 /// Plans the blocks of a product of `batch` matrices `[m, k] x [k, n]`.
-pub fn block_plan(m: usize, k: usize, n: usize, batch: usize) -> BlockPlan {
+/// `align` is the row count of the micro-kernel that will run ([`gemm_row_align`]).
+pub fn block_plan(m: usize, k: usize, n: usize, batch: usize, align: usize) -> BlockPlan {
     let threads = rayon::current_num_threads().max(1);
     let per_row = k.max(1).saturating_mul(n.max(1));
     // Enough tasks in all for load balance, counting every batch.
+    // Blocks only as many as keep each one's output in cache for the epilogue (each extra
+    // block streams `b` from L3 once more), and with several threads at least one a thread.
+    let for_cache = m.saturating_mul(n).div_ceil(BLOCK_ELEMENTS).max(1);
     let per_batch = if threads == 1 {
-        // Nothing to balance: blocks only as many as keep each one's output in cache for
-        // the epilogue (each extra block streams `b` from L3 once more).
-        m.saturating_mul(n).div_ceil(SINGLE_THREAD_BLOCK).max(1)
+        for_cache
+    } else if batch <= 1 {
+        for_cache.div_ceil(threads) * threads
     } else {
-        (threads * BLOCKS_PER_THREAD).div_ceil(batch.max(1)).max(1)
+        for_cache.max(threads.div_ceil(batch))
     };
     // Row blocks: as many as wanted, but tall and heavy enough to amortise packing `b`.
     let rows = m
         .div_ceil(per_batch)
         .max(MIN_BLOCK_ROWS)
         .max(MIN_BLOCK_MACS.div_ceil(per_row));
-    let align = row_align();
     let rows = (rows.div_ceil(align) * align).min(m.max(1));
     // Column panels make up for missing row blocks (only whole multiples of them: one row
     // block short of the wanted count is no reason to split every block), each still wide
@@ -819,14 +838,19 @@ pub fn matmul_into<T: GemmElement, E>(
         return;
     }
 
-    let plan = block_plan(m, k, n, batch);
+    let plan = block_plan(m, k, n, batch, gemm_row_align::<T>());
     let rows = plan.rows;
     // One packing buffer per thread, made now if missing: the blocks then allocate nothing.
     T::reserve_gemm(rayon::current_num_threads());
-    // With one `b` for more than two row blocks, pack it once for all of them (for two, the
-    // extra pass and barrier cost about what the second packing would).
+    // With one `b` for more than two row blocks, pack it once for all of them when it is
+    // small (a conv2d's filter: for two blocks, the extra pass and barrier cost about what the
+    // second packing would) or shared by several batches. A large `b` (sgemm 1024, 2048) is
+    // packed by each block slice by slice into its own thread's L2, where its tiles use it at
+    // once: cheaper than reading a packed copy back from L3 (Xeon with AVX-512, 2 threads:
+    // sgemm 1024 7.05 -> 6.59 ms, 2048 60.1 -> 55.8 ms).
     let shared_b = batch == 1 || dims.b_batch_stride == 0;
-    if shared_b && batch * m.div_ceil(rows) > 2 {
+    let small_b = k.saturating_mul(n).saturating_mul(std::mem::size_of::<T>()) <= PREPACK_MAX_BYTES;
+    if shared_b && batch * m.div_ceil(rows) > 2 && (small_b || batch > 1) {
         T::with_prepacked_b(k, n, b_of(0), |pb| {
             parallel_blocks(out, dims, plan, pb, &a_of, &b_of, &epilogue)
         })

@@ -147,7 +147,7 @@ pub fn matmul_nd_into<T: GemmElement, E>(
         let rows = if m * k * n < SEQUENTIAL_MACS {
             m
         } else {
-            block_plan(m, k, n, batch).rows
+            block_plan(m, k, n, batch, crate::matmul::gemm_row_align::<T>()).rows
         };
         let block = |(blk, out_blk): (usize, &mut [T])| {
             let r0 = blk * rows;
@@ -157,8 +157,11 @@ pub fn matmul_nd_into<T: GemmElement, E>(
                 // matrix: they are gathered into this thread's scratch as an `r x k` block
                 // (a slab that stays in cache; the whole transpose is never materialised),
                 // then multiplied as a row-major left operand, the same arithmetic as on a
-                // transposed copy.
-                T::with_scratch(r * k, |a_rows| {
+                // transposed copy. The scratch grows to a whole block's size whichever block
+                // comes first, so that no later call grows it again (threads take blocks in
+                // any order; the last one can be shorter).
+                T::with_scratch(rows.min(m) * k, |scratch| {
+                    let a_rows = &mut scratch[..r * k];
                     for (p, col) in a_b.chunks_exact(m).enumerate() {
                         for (i, &v) in col[r0..r0 + r].iter().enumerate() {
                             a_rows[i * k + p] = v;
