@@ -76,7 +76,9 @@ static AVX512_TILES: AtomicU8 = AtomicU8::new(0);
 /// the AVX2 tiles measured faster (sgemm 256: 97 vs 86 GFLOP/s on one core, conv2d 3 -> 16
 /// channels 61 vs 56, the narrow `256x512x10` 47 vs 33; BENCHMARKS.md), so they are kept,
 /// while elementwise kernels still run their AVX-512 builds. Setting `GRAFO_CPU_LEVEL=avx512`
-/// explicitly forces the AVX-512 tiles on such a CPU too, so their tests run on it.
+/// explicitly forces the AVX-512 tiles on such a CPU too, so their tests run on it. Zen 5
+/// (family 0x1A) has full-width 512-bit FMAs and takes the AVX-512 tiles, measured 1.7–2x
+/// the AVX2 ones there (sgemm 1024, conv2d 16 -> 16; BENCHMARKS.md).
 #[inline]
 pub fn avx512_tiles() -> bool {
     match AVX512_TILES.load(Ordering::Relaxed) {
