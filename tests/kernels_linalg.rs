@@ -167,8 +167,7 @@ fn matmul_epilogue_runs_once_per_element_with_its_position() {
 
 #[test]
 fn block_plans_cover_the_output() {
-    use graph_runtime::matmul::{block_plan, gemm_row_align};
-    let f32_rows = gemm_row_align::<f32>();
+    use graph_runtime::matmul::block_plan;
     for &(m, k, n, batch) in &[
         (1024, 1024, 1024, 1),
         (256, 784, 512, 1),
@@ -176,7 +175,7 @@ fn block_plans_cover_the_output() {
         (40, 100, 200, 1),
         (7, 3, 5, 4),
     ] {
-        let plan = block_plan(m, k, n, batch, f32_rows);
+        let plan = block_plan::<f32>(m, k, n, batch);
         assert!(plan.rows >= 1 && plan.rows <= m, "{plan:?}");
         assert!(plan.cols >= 1, "{plan:?}");
     }
@@ -187,9 +186,9 @@ fn block_plans_cover_the_output() {
         .build()
         .unwrap();
     two.install(|| {
-        assert!(block_plan(1024, 1024, 1024, 1, f32_rows).cols >= 1024);
-        assert!(block_plan(40, 100, 200, 1, f32_rows).cols < 200);
-        assert!(block_plan(256, 784, 512, 1, f32_rows).rows < 256);
+        assert!(block_plan::<f32>(1024, 1024, 1024, 1).cols >= 1024);
+        assert!(block_plan::<f32>(40, 100, 200, 1).cols < 200);
+        assert!(block_plan::<f32>(256, 784, 512, 1).rows < 256);
     });
     // On one, blocks hold up to 2^18 output elements (give or take the row alignment) and
     // are never split into panels.
@@ -198,10 +197,10 @@ fn block_plans_cover_the_output() {
         .build()
         .unwrap();
     one.install(|| {
-        assert_eq!(block_plan(256, 784, 512, 1, f32_rows).rows, 256);
-        let plan = block_plan(40, 100, 200, 1, f32_rows);
+        assert_eq!(block_plan::<f32>(256, 784, 512, 1).rows, 256);
+        let plan = block_plan::<f32>(40, 100, 200, 1);
         assert!(plan.rows == 40 && plan.cols >= 200, "{plan:?}");
-        let plan = block_plan(1024, 1024, 1024, 1, f32_rows);
+        let plan = block_plan::<f32>(1024, 1024, 1024, 1);
         assert!(
             1024usize.div_ceil(plan.rows) == 4 && plan.cols >= 1024,
             "{plan:?}"

@@ -32,7 +32,7 @@ pub const MIN_BLOCK_MACS: usize = 1 << 18;
 /// them. Fewer blocks read `b` fewer times: with one thread, one block of W2's 256 x 512
 /// output instead of four took 256x512x10 from 39 to 61 GFLOP/s and sgemm 256 from 98 to 133
 /// (interleaved, p10). With several, each block packs its own slices of `b` into its
-/// thread's L2 and uses them there at once; finer blocks for load balance (four a thread
+/// thread's L2 and uses them there at once; finer blocks for load balance (eight a thread
 /// before) cost more than they balanced, each reading `b` again and serving fewer tiles from
 /// each packed slice (Xeon with AVX-512, 2 threads: sgemm 1024 7.65 -> 6.25 ms, W2's
 /// product 905 -> 672 µs).
@@ -696,12 +696,11 @@ pub struct BlockPlan {
     pub cols: usize,
 }
 
-/// Plans the blocks of a product of `batch` matrices `[m, k] x [k, n]`.
-/// `align` is the row count of the micro-kernel that will run ([`gemm_row_align`]).
-pub fn block_plan(m: usize, k: usize, n: usize, batch: usize, align: usize) -> BlockPlan {
+/// Plans the blocks of a product of `batch` matrices `[m, k] x [k, n]` of `T`, whose rows
+/// are aligned to the micro-kernel that will run ([`gemm_row_align`]).
+pub fn block_plan<T: 'static>(m: usize, k: usize, n: usize, batch: usize) -> BlockPlan {
     let threads = rayon::current_num_threads().max(1);
     let per_row = k.max(1).saturating_mul(n.max(1));
-    // Enough tasks in all for load balance, counting every batch.
     // Blocks only as many as keep each one's output in cache for the epilogue (each extra
     // block streams `b` from L3 once more), and with several threads at least one a thread.
     let for_cache = m.saturating_mul(n).div_ceil(BLOCK_ELEMENTS).max(1);
@@ -717,6 +716,7 @@ pub fn block_plan(m: usize, k: usize, n: usize, batch: usize, align: usize) -> B
         .div_ceil(per_batch)
         .max(MIN_BLOCK_ROWS)
         .max(MIN_BLOCK_MACS.div_ceil(per_row));
+    let align = gemm_row_align::<T>();
     let rows = (rows.div_ceil(align) * align).min(m.max(1));
     // Column panels make up for missing row blocks (only whole multiples of them: one row
     // block short of the wanted count is no reason to split every block), each still wide
@@ -838,7 +838,7 @@ pub fn matmul_into<T: GemmElement, E>(
         return;
     }
 
-    let plan = block_plan(m, k, n, batch, gemm_row_align::<T>());
+    let plan = block_plan::<T>(m, k, n, batch);
     let rows = plan.rows;
     // One packing buffer per thread, made now if missing: the blocks then allocate nothing.
     T::reserve_gemm(rayon::current_num_threads());

@@ -147,7 +147,7 @@ pub fn matmul_nd_into<T: GemmElement, E>(
         let rows = if m * k * n < SEQUENTIAL_MACS {
             m
         } else {
-            block_plan(m, k, n, batch, crate::matmul::gemm_row_align::<T>()).rows
+            block_plan::<T>(m, k, n, batch).rows
         };
         let block = |(blk, out_blk): (usize, &mut [T])| {
             let r0 = blk * rows;
