@@ -372,3 +372,114 @@ fn a_one_element_reduction_broadcasts_into_a_fused_loop() {
         xs.iter().map(|&v| (v + v) + 2.0).collect()
     );
 }
+
+/// The documented order of an f32 sum (docs/LANGUAGE-NOTES.md): 16 f64 lanes over chunks of
+/// 16 elements, folded in lane order every 64 chunks, then the elements after the last chunk.
+fn ordered_sum(xs: &[f32]) -> f64 {
+    let chunks = xs.len() / 16;
+    let mut total = 0.0f64;
+    let mut c0 = 0;
+    while c0 < chunks {
+        let c1 = (c0 + 64).min(chunks);
+        let mut acc = [0.0f64; 16];
+        for c in c0..c1 {
+            for (j, a) in acc.iter_mut().enumerate() {
+                *a += xs[c * 16 + j] as f64;
+            }
+        }
+        for a in acc {
+            total += a;
+        }
+        c0 = c1;
+    }
+    xs[chunks * 16..].iter().fold(total, |t, &v| t + v as f64)
+}
+
+twice!(layernorm_rows, layernorm_rows_plain, fn (x: Tensor<f32, R, C>, g: Tensor<f32, C>, b: Tensor<f32, C>) -> [Tensor<f32, R, C>] {
+    let mean = reduce_mean(x, -1, true);
+    let d = x - mean;
+    let var = reduce_mean(d * d, -1, true);
+    d / sqrt(var + 1e-5) * g + b
+});
+twice!(two_row_divisors, two_row_divisors_plain, fn (x: Tensor<f32, R, C>) -> [Tensor<f32, R, C>] {
+    let hi = reduce_max(x, -1, true);
+    let lo = reduce_min(x, -1, true);
+    x / hi + (x * (2.0 / hi) - x / (lo * 3.0))
+});
+
+/// Rows that take the fast shared division and rows that must fall back to `/`: zeros of
+/// both signs, constant rows, NaN, infinities, values whose variance overflows, subnormals,
+/// and magnitudes past 2^60 and below 2^-60 (graph-runtime's division.rs).
+fn division_rows(c: usize) -> Vec<Vec<f32>> {
+    let ramp = |scale: f32, shift: f32| -> Vec<f32> {
+        (0..c)
+            .map(|j| ((j * 37 % 101) as f32 - 50.0) * scale + shift)
+            .collect()
+    };
+    let with = |mut row: Vec<f32>, v: f32| {
+        row[c / 2] = v;
+        row
+    };
+    vec![
+        ramp(0.013, 0.25),
+        ramp(1.7, -3.0),
+        vec![2.5; c],
+        with(vec![0.0; c], -0.0),
+        with(ramp(1.0, 0.0), -0.0),
+        with(ramp(0.1, 0.0), f32::NAN),
+        with(ramp(0.1, 0.0), f32::INFINITY),
+        with(ramp(0.1, 0.0), f32::NEG_INFINITY),
+        ramp(6e36, 0.0),
+        ramp(1e-41, 0.0),
+        ramp(3e17, 0.0),
+        ramp(1e-20, 0.5),
+        with(ramp(1e-3, 1.0), 1e-30),
+    ]
+}
+
+#[test]
+fn division_by_a_row_statistic_is_division() {
+    for c in [1usize, 7, 16, 33, 1023] {
+        let rows = division_rows(c);
+        let r = rows.len();
+        let flat: Vec<f32> = rows.concat();
+        let x = Array2::from_shape_vec((r, c), flat).unwrap();
+        let g: Vec<f32> = (0..c).map(|j| 0.5 + (j % 5) as f32 * 0.25).collect();
+        let b: Vec<f32> = (0..c).map(|j| (j % 3) as f32 - 1.0).collect();
+        let mut want = Vec::new();
+        for row in &rows {
+            let mean = (ordered_sum(row) / c as f64) as f32;
+            let d: Vec<f32> = row.iter().map(|&v| v - mean).collect();
+            let sq: Vec<f32> = d.iter().map(|&v| v * v).collect();
+            let var = (ordered_sum(&sq) / c as f64) as f32;
+            let s = (var + 1e-5f32).sqrt();
+            want.extend(d.iter().enumerate().map(|(j, &dj)| dj / s * g[j] + b[j]));
+        }
+        agree!(
+            layernorm_rows,
+            layernorm_rows_plain,
+            (&x, &arr1(&g), &arr1(&b)),
+            want
+        );
+
+        let mut want = Vec::new();
+        for row in &rows {
+            let nan = row.iter().any(|v| v.is_nan());
+            let hi = if nan {
+                f32::NAN
+            } else {
+                row.iter().copied().fold(f32::NEG_INFINITY, f32::max)
+            };
+            let lo = if nan {
+                f32::NAN
+            } else {
+                row.iter().copied().fold(f32::INFINITY, f32::min)
+            };
+            want.extend(
+                row.iter()
+                    .map(|&v| v / hi + (v * (2.0 / hi) - v / (lo * 3.0))),
+            );
+        }
+        agree!(two_row_divisors, two_row_divisors_plain, (&x), want);
+    }
+}

@@ -537,3 +537,149 @@ fn big_parallel_broadcast() {
     let got = pool.install(|| E::add(&x, &col).unwrap());
     same_f64(&got, &ref_binary(&x, &col, |a, b| a + b), "custom pool");
 }
+
+// ----- Division by a shared divisor ---------------------------------------------------------
+
+use graph_runtime::division::{divide_f32, divide_f64, SharedDivisor};
+
+/// Divisors whose significands are the edge cases of reciprocal-based division (1, all ones,
+/// all ones but the last bit, one ulp above 1, the halves) and `count - 8` pseudo-random ones,
+/// all in [1, 2).
+fn divisor_significands(count: usize) -> Vec<f32> {
+    let mut sigs = vec![
+        0u32, 0x7f_ffff, 0x7f_fffe, 1, 0x40_0000, 0x3f_ffff, 0x55_5555, 0x2a_aaab,
+    ];
+    let mut s = 0x853c_49e6_748f_ea9bu64;
+    while sigs.len() < count {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        sigs.push((s >> 41) as u32 & 0x7f_ffff);
+    }
+    sigs.iter()
+        .map(|&m| f32::from_bits(0x3f80_0000 | m))
+        .collect()
+}
+
+/// `divide_f32` against `/` on dividends `x` for divisors `b * scale`; returns the mismatches.
+fn shared_division_mismatches(x: &[f32], divisors: &[f32], scales: &[f32]) -> Vec<(f32, f32)> {
+    let mut out = vec![0.0f32; x.len()];
+    let mut bad = Vec::new();
+    for &b in divisors {
+        for &scale in scales {
+            let b = b * scale;
+            divide_f32(x, b, &mut out);
+            for (&a, &q) in x.iter().zip(&out) {
+                let want = a / b;
+                if q.to_bits() != want.to_bits() && !(q.is_nan() && want.is_nan()) {
+                    bad.push((a, b));
+                }
+            }
+        }
+    }
+    bad
+}
+
+/// Every 128th f32 significand (both quotient binades: a in [1, 2) against b in [1, 2)),
+/// scaled over the admitted range and past its ends, plus zeros, infinities, NaN and
+/// subnormals, for 64 divisors of each sign: the quotients are `/`'s bit for bit at every
+/// CPU level (`GRAFO_CPU_LEVEL=baseline` takes `/` itself).
+#[test]
+fn shared_divisor_matches_division() {
+    let mut x: Vec<f32> = (0..1u32 << 16)
+        .map(|i| f32::from_bits(0x3f80_0000 | (i << 7)))
+        .collect();
+    let n = x.len();
+    for k in [-70i32, -61, -60, -20, -1, 1, 30, 59, 60, 70] {
+        let f = 2f32.powi(k);
+        let scaled: Vec<f32> = x[..n].iter().step_by(64).map(|&a| a * f).collect();
+        x.extend(scaled);
+    }
+    x.extend([
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        1e-45,
+        -1e-40,
+    ]);
+    let negated: Vec<f32> = x.iter().map(|&a| -a).collect();
+    x.extend(negated);
+    let mut divisors = divisor_significands(64);
+    divisors.extend(divisor_significands(64).iter().map(|&b| -b));
+    let scales = [
+        1.0,
+        2f32.powi(-59),
+        2f32.powi(59),
+        2f32.powi(-61),
+        2f32.powi(61),
+        3.1e-3,
+    ];
+    let bad = shared_division_mismatches(&x, &divisors, &scales);
+    assert!(
+        bad.is_empty(),
+        "{} mismatches, first {:?}",
+        bad.len(),
+        &bad[..bad.len().min(5)]
+    );
+    // Divisors where the fast path never applies, and a check that it does apply.
+    for b in [0.0f32, -0.0, f32::INFINITY, f32::NAN, 1e-45, f32::MAX] {
+        assert!(!SharedDivisor::<f32>::new(b).fast());
+        assert!(
+            shared_division_mismatches(&x, &[b], &[1.0]).is_empty(),
+            "{b:e}"
+        );
+    }
+    let expect_fast = !matches!(
+        graph_runtime::cpu::level(),
+        graph_runtime::cpu::Level::Baseline
+    );
+    assert_eq!(SharedDivisor::<f32>::new(3.0).fast(), expect_fast);
+}
+
+/// f64: random dividends and divisors over the admitted range and past it.
+#[test]
+fn shared_divisor_matches_division_f64() {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut x: Vec<f64> = (0..20_000)
+        .map(|_| f64::from_bits((next() & 0x800f_ffff_ffff_ffff) | (((next() % 1200) + 423) << 52)))
+        .collect();
+    x.extend([0.0, -0.0, f64::INFINITY, f64::NAN, 5e-324, f64::MAX]);
+    let mut out = vec![0.0f64; x.len()];
+    for _ in 0..200 {
+        let b = f64::from_bits((next() & 0x800f_ffff_ffff_ffff) | (((next() % 1100) + 473) << 52));
+        divide_f64(&x, b, &mut out);
+        for (&a, &q) in x.iter().zip(&out) {
+            let want = a / b;
+            assert!(
+                q.to_bits() == want.to_bits() || (q.is_nan() && want.is_nan()),
+                "{a:e} / {b:e}: {q:e}, want {want:e}"
+            );
+        }
+    }
+}
+
+/// Every f32 significand in [1, 2) against 4096 divisors (the edge significands among them):
+/// 3.4e10 quotients, each `/`'s bit for bit. About 35 s in release on two cores: `.ci/run`
+/// runs it with `--ignored`.
+#[test]
+#[ignore = "3.4e10 divisions: run in release by .ci/run"]
+fn shared_divisor_every_significand() {
+    use rayon::prelude::*;
+    let x: Vec<f32> = (0..1u32 << 23)
+        .map(|m| f32::from_bits(0x3f80_0000 | m))
+        .collect();
+    let divisors = divisor_significands(4096);
+    let bad: usize = divisors
+        .par_chunks(64)
+        .map(|bs| shared_division_mismatches(&x, bs, &[1.0]).len())
+        .sum();
+    assert_eq!(bad, 0, "{bad} quotients differ from `/`");
+}

@@ -557,20 +557,72 @@ pub struct OutRows<'a, T: Element> {
 }
 
 impl<T: Element> OutRows<'_, T> {
-    /// Stores the next row, its element `j` being `f(j)`, and returns it.
+    /// Stores the next row, of `n` elements (the writer's row length), its element `j`
+    /// being `f(j)`, and returns it.
     ///
-    /// Panics if the block has no row left (the kernels write exactly the rows they are given).
+    /// `n` is the loop bound the caller's slices were cut to, so that the optimiser sees
+    /// `j < n` and drops their bounds checks (with the writer's own length it keeps them, and
+    /// runs the last vector's worth of the row as scalar code).
+    ///
+    /// Panics if `n` is not the row length or the block has no row left (the kernels write
+    /// exactly the rows they are given).
     #[inline(always)]
-    pub fn write_row(&mut self, mut f: impl FnMut(usize) -> T) -> &[T] {
+    pub fn write_row(&mut self, n: usize, mut f: impl FnMut(usize) -> T) -> &[T] {
+        assert_eq!(n, self.row, "row length");
         let start = self.next;
-        let row = &mut self.data[start..start + self.row];
-        for (j, x) in row.iter_mut().enumerate() {
-            x.write(f(j));
+        let row = &mut self.data[start..start + n];
+        #[allow(clippy::needless_range_loop)] // The bound must be `n` itself (see above).
+        for j in 0..n {
+            row[j].write(f(j));
         }
         self.next = start + self.row;
         // SAFETY: every element of `row` was written just above, and `MaybeUninit<T>` has the
         // layout of `T`; the shared borrow lives no longer than the writer's.
         unsafe { &*(row as *const [MaybeUninit<T>] as *const [T]) }
+    }
+
+    /// Stores the next row from `f`, which returns each element with a range check, and
+    /// returns the largest check (the rows that divide by a [`SharedDivisor`] fold the
+    /// dividends' checks this way, then [`OutRows::rewrite_row`] the row if one failed).
+    ///
+    /// [`SharedDivisor`]: crate::division::SharedDivisor
+    #[inline(always)]
+    pub fn write_row_checked<K: Copy + Ord + Default>(
+        &mut self,
+        n: usize,
+        mut f: impl FnMut(usize) -> (T, K),
+    ) -> K {
+        assert_eq!(n, self.row, "row length");
+        let start = self.next;
+        let row = &mut self.data[start..start + n];
+        let mut worst = K::default();
+        #[allow(clippy::needless_range_loop)] // The bound must be `n` itself (see `write_row`).
+        for j in 0..n {
+            let (v, k) = f(j);
+            row[j].write(v);
+            worst = worst.max(k);
+        }
+        self.next = start + self.row;
+        worst
+    }
+
+    /// The row written last.
+    ///
+    /// Panics if no row was written yet.
+    #[inline(always)]
+    pub fn last_row(&self) -> &[T] {
+        let row = &self.data[self.next - self.row..self.next];
+        // SAFETY: the row before `next` was written whole by `write_row` or `write_row_checked`.
+        unsafe { &*(row as *const [MaybeUninit<T>] as *const [T]) }
+    }
+
+    /// Stores the row written last again, its element `j` being `f(j)`, and returns it.
+    ///
+    /// Panics if no row was written yet.
+    #[inline(always)]
+    pub fn rewrite_row(&mut self, n: usize, f: impl FnMut(usize) -> T) -> &[T] {
+        self.next -= self.row;
+        self.write_row(n, f)
     }
 }
 
@@ -751,7 +803,7 @@ mod tests {
                     let n = b.len() / row.max(1);
                     let mut w = b.rows(row);
                     for r in 0..n {
-                        let got = w.write_row(|j| ((i * 3 + r) * row + j) as f32);
+                        let got = w.write_row(row, |j| ((i * 3 + r) * row + j) as f32);
                         assert_eq!(got.len(), row);
                         assert!(got
                             .iter()
@@ -768,9 +820,24 @@ mod tests {
         let mut buf = OutBuf::<i64>::fresh("test", 12).unwrap();
         {
             let mut w = buf.whole_block().rows(4);
-            w.write_row(|j| j as i64 + 1);
+            w.write_row(4, |j| j as i64 + 1);
         }
         assert_eq!(buf.into_vec(), vec![0; 12]);
+    }
+
+    /// A checked row returns the largest check; a rewritten row replaces the last one.
+    #[test]
+    fn out_rows_checked_and_rewritten() {
+        let mut buf = OutBuf::<f32>::fresh("test", 6).unwrap();
+        {
+            let mut w = buf.whole_block().rows(3);
+            let worst = w.write_row_checked(3, |j| (j as f32, [4u32, 9, 2][j]));
+            assert_eq!(worst, 9);
+            assert_eq!(w.last_row(), &[0.0, 1.0, 2.0]);
+            assert_eq!(w.rewrite_row(3, |j| -(j as f32)), &[0.0, -1.0, -2.0]);
+            assert_eq!(w.write_row_checked(3, |j| (j as f32 + 10.0, 0u64)), 0);
+        }
+        assert_eq!(buf.into_vec(), vec![0.0, -1.0, -2.0, 10.0, 11.0, 12.0]);
     }
 
     /// A result whose size does not fit is an error, not an abort.

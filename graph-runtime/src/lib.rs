@@ -13,6 +13,7 @@ pub mod conv_general;
 pub mod conv_pool;
 pub mod cpu;
 pub mod describe;
+pub mod division;
 pub mod dot;
 pub mod dtype;
 pub mod eager;

@@ -11,9 +11,30 @@ use crate::fuse::{Group, GroupKind, LeafClass, LoopKind, LoopPlan, Plan};
 use crate::ir::*;
 use crate::schedule::{Fork, Schedule};
 use proc_macro2::{Ident, TokenStream};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub mod selection;
+
+/// A fused element tree split for division by row-invariant divisors
+/// ([`Emitter::shared_division_tree`]).
+struct SharedDivisionTree {
+    /// `let`s computed once a row, the `SharedDivisor`s among them.
+    hoisted: TokenStream,
+    /// The element's `let`s with every division by `/`.
+    exact: TokenStream,
+    /// The element's `let`s dividing through the `SharedDivisor`s, each with a range check.
+    fast: TokenStream,
+    /// Whether every divisor admits the fast path.
+    fast_cond: TokenStream,
+    /// The element's range checks folded by `max`.
+    check: TokenStream,
+    /// The type of a range check (`u32` for f32, `u64` for f64).
+    check_ty: TokenStream,
+    /// The element type of the shared divisions.
+    div_ty: TokenStream,
+    /// The root's expression (the same name in both variants).
+    root: TokenStream,
+}
 
 /// How a materialised value is held in the emitted code.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -746,6 +767,18 @@ impl<'a> Emitter<'a> {
         }
         let mut reads = ll.reads.clone();
         let mut slices = ll.slices.clone();
+        // Values the same for a whole row: scalar and per-row leaves, and the row statistics
+        // the chain computes.
+        let mut row_invariant: HashSet<NodeId> = external
+            .iter()
+            .filter(|(_, class)| {
+                matches!(
+                    class,
+                    LeafClass::Scalar | LeafClass::RowScalar | LeafClass::RowScalarAt
+                )
+            })
+            .map(|&(l, _)| l)
+            .collect();
         let mut body = TokenStream::new();
         let mut out_params = Vec::new();
         let mut out_args = Vec::new();
@@ -775,7 +808,7 @@ impl<'a> Emitter<'a> {
                 body.extend(if by_blocks {
                     quote! {
                         let #s: #et = { #accumulate #fin };
-                        #o.write_row(|_| #s);
+                        #o.write_row(1, |_| #s);
                     }
                 } else {
                     quote! {
@@ -784,14 +817,59 @@ impl<'a> Emitter<'a> {
                     }
                 });
                 reads.insert(g.root, quote!(#s));
+                row_invariant.insert(g.root);
             } else {
                 per_row.push(quote!(__n));
                 let lp = self.loop_plan(g);
-                let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &reads);
                 let y = format_ident!("__y{}", g.root.0);
+                let shared = if by_blocks {
+                    self.shared_division_tree(&lp.ops, lp.element, &reads, &row_invariant)
+                } else {
+                    None
+                };
+                if let Some(t) = shared {
+                    let SharedDivisionTree {
+                        hoisted,
+                        exact,
+                        fast,
+                        fast_cond,
+                        check,
+                        check_ty,
+                        div_ty,
+                        root: root_expr,
+                    } = t;
+                    body.extend(quote! {
+                        let #y: &[#et] = {
+                            #hoisted
+                            if #fast_cond {
+                                let __worst = #o.write_row_checked(__n, |__j: usize| -> (#et, #check_ty) {
+                                    #fast
+                                    (#root_expr, #check)
+                                });
+                                if ::grafo::__private::division::SharedDivisor::<#div_ty>::all_exact(__worst) {
+                                    #o.last_row()
+                                } else {
+                                    #o.rewrite_row(__n, |__j: usize| -> #et {
+                                        #exact
+                                        #root_expr
+                                    })
+                                }
+                            } else {
+                                #o.write_row(__n, |__j: usize| -> #et {
+                                    #exact
+                                    #root_expr
+                                })
+                            }
+                        };
+                    });
+                    reads.insert(g.root, quote!(#y[__j]));
+                    slices.push(y);
+                    continue;
+                }
+                let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &reads);
                 body.extend(if by_blocks {
                     quote! {
-                        let #y: &[#et] = #o.write_row(|__j: usize| -> #et {
+                        let #y: &[#et] = #o.write_row(__n, |__j: usize| -> #et {
                             #lets
                             #root_expr
                         });
@@ -1242,6 +1320,95 @@ impl<'a> Emitter<'a> {
             .cloned()
             .unwrap_or_else(|| quote!(compile_error!("internal: missing root")));
         (lets, root_expr)
+    }
+
+    /// The fused tree of a row-fused elementwise group whose float divisions include one by
+    /// a row-invariant divisor (W4's `(x - mean) / sqrt(var + eps)`, a softmax's `e / sum`),
+    /// or `None`. The invariant part is hoisted out of the element loop, where each such
+    /// divisor becomes a `SharedDivisor`; the fast element code divides through it and
+    /// returns a range check, the exact code is the plain tree (the row's fallback).
+    fn shared_division_tree(
+        &self,
+        ops: &[NodeId],
+        root: NodeId,
+        reads: &HashMap<NodeId, TokenStream>,
+        row_invariant: &HashSet<NodeId>,
+    ) -> Option<SharedDivisionTree> {
+        let mut exprs: HashMap<NodeId, TokenStream> = reads.clone();
+        let mut invariant = row_invariant.clone();
+        // Operands not in `exprs` are constants, rendered in place (see `tree_lets`).
+        let is_invariant =
+            |i: &NodeId, exprs: &HashMap<NodeId, TokenStream>, inv: &HashSet<NodeId>| {
+                !exprs.contains_key(i) || inv.contains(i)
+            };
+        let (mut hoisted, mut exact, mut fast) =
+            (TokenStream::new(), TokenStream::new(), TokenStream::new());
+        let mut divisors: Vec<Ident> = Vec::new();
+        let mut checks: Vec<Ident> = Vec::new();
+        let mut div_dtype: Option<DType> = None;
+        for &id in ops {
+            if let Some(e) = reads.get(&id) {
+                exprs.insert(id, e.clone());
+                continue;
+            }
+            let n = self.node(id);
+            let args: Vec<TokenStream> = n
+                .inputs
+                .iter()
+                .map(|&i| {
+                    exprs
+                        .get(&i)
+                        .cloned()
+                        .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
+                })
+                .collect();
+            let e = scalar_op(self.graph, id, &args);
+            let t = format_ident!("__t{}", id.0);
+            let et = elem_ty(n.dtype);
+            let let_t = quote!(let #t: #et = #e;);
+            if n.inputs.iter().all(|i| is_invariant(i, &exprs, &invariant)) {
+                hoisted.extend(let_t);
+                invariant.insert(id);
+            } else if matches!(n.op, Op::Binary(BinaryOp::Div))
+                && matches!(n.dtype, DType::F32 | DType::F64)
+                && div_dtype.is_none_or(|d| d == n.dtype)
+                && is_invariant(&n.inputs[1], &exprs, &invariant)
+            {
+                div_dtype = Some(n.dtype);
+                let d = format_ident!("__dv{}", id.0);
+                let k = format_ident!("__k{}", id.0);
+                let (a, b) = (&args[0], &args[1]);
+                hoisted.extend(
+                    quote!(let #d = ::grafo::__private::division::SharedDivisor::<#et>::new(#b);),
+                );
+                fast.extend(quote!(let (#t, #k) = #d.div(#a);));
+                exact.extend(let_t);
+                divisors.push(d);
+                checks.push(k);
+            } else {
+                fast.extend(let_t.clone());
+                exact.extend(let_t);
+            }
+            exprs.insert(id, quote!(#t));
+        }
+        let div_dtype = div_dtype?;
+        let root_expr = exprs.get(&root)?.clone();
+        let first = &checks[0];
+        let rest = &checks[1..];
+        Some(SharedDivisionTree {
+            hoisted,
+            exact,
+            fast,
+            fast_cond: quote!(true #(&& #divisors.fast())*),
+            check: quote!(#first #(.max(#rest))*),
+            check_ty: if div_dtype == DType::F64 {
+                quote!(u64)
+            } else {
+                quote!(u32)
+            },
+            div_ty: elem_ty(div_dtype),
+            root: root_expr,
+        })
     }
 
     fn kernel_name(&self, g: &Group) -> Ident {
