@@ -1,4 +1,4 @@
-//! Division by a divisor many dividends share (a row's standard deviation, a softmax's sum), bit for bit the same quotients as `/`, three to four times faster.
+//! Division by a divisor many dividends share (a row's standard deviation), bit for bit the same quotients as `/`, at a quarter of `vdivps zmm`'s cost.
 //!
 //! A vector division (`vdivps`) costs ~8 cycles a vector of 16 f32 on the machines grafo is
 //! measured on, more than the rest of W4's normalisation pass together. When the divisor `b`
@@ -24,8 +24,11 @@
 //! a row that has any is divided again with `/`. `tests/kernels_elementwise.rs` checks the
 //! fast path against `/` on every f32 significand for thousands of divisors.
 //!
-//! The fused multiply-adds need FMA hardware: without it (`cpu::Level::Baseline`)
-//! [`SharedDivisor::fast`] is false and callers divide with `/`.
+//! The fast path is taken at the AVX-512 level only (`cpu::Level::Avx512`), where it was
+//! measured: W4 0.91 ms against 1.05 with `vdivps zmm` on the Xeon model 167. With AVX2 the
+//! same sequence on ymm measured no faster than `vdivps ymm` there (0.99-1.02 ms against
+//! 0.98-0.99), and without FMA it would call libm. Elsewhere [`SharedDivisor::fast`] is
+//! false and callers divide with `/`.
 
 use crate::cpu::{level, Level};
 
@@ -48,7 +51,7 @@ macro_rules! shared_divisor {
             /// Prepares dividing by `b`.
             #[inline(always)]
             pub fn new(b: $t) -> Self {
-                let fast = Self::in_range(b) && level() >= Level::Avx2Fma;
+                let fast = Self::in_range(b) && level() == Level::Avx512;
                 SharedDivisor {
                     b,
                     y: 1.0 / b,
@@ -68,7 +71,8 @@ macro_rules! shared_divisor {
                 (v.to_bits() & $abs_mask).wrapping_sub(Self::LO)
             }
 
-            /// Whether the fast path may be taken: the divisor is in range and the CPU has FMA.
+            /// Whether the fast path may be taken: the divisor is in range and the kernels run
+            /// at the AVX-512 level.
             #[inline(always)]
             pub fn fast(&self) -> bool {
                 self.fast
