@@ -483,3 +483,39 @@ fn division_by_a_row_statistic_is_division() {
         agree!(two_row_divisors, two_row_divisors_plain, (&x), want);
     }
 }
+
+#[graph]
+fn layernorm_rows_f64(x: Tensor<f64, R, C>, g: Tensor<f64, C>) -> Tensor<f64, R, C> {
+    let mean = reduce_mean(x, -1, true);
+    let d = x - mean;
+    let var = reduce_mean(d * d, -1, true);
+    d / sqrt(var + 1e-5) * g
+}
+
+/// The f64 shared division (range checks in u64) on the same kinds of rows plus magnitudes
+/// past 2^500 and below 2^-500: compiled and run agree bit for bit with eager, which divides
+/// with `/` (replacing the fused sequence's result by its first step makes this fail).
+#[test]
+fn f64_division_by_a_row_statistic_is_division() {
+    for c in [1usize, 7, 33, 1023] {
+        let mut rows: Vec<Vec<f64>> = division_rows(c)
+            .into_iter()
+            .map(|r| r.into_iter().map(f64::from).collect())
+            .collect();
+        rows.push((0..c).map(|j| (j as f64 - 3.0) * 1e160).collect());
+        rows.push((0..c).map(|j| (j as f64 + 0.5) * 1e-160).collect());
+        let r = rows.len();
+        let x = Array2::from_shape_vec((r, c), rows.concat()).unwrap();
+        let g = Array1::from_shape_fn(c, |j| 0.75 + (j % 3) as f64 * 0.5);
+        let bits = |a: &Array2<f64>| -> Vec<u64> {
+            a.iter()
+                .map(|v| if v.is_nan() { u64::MAX } else { v.to_bits() })
+                .collect()
+        };
+        let compiled = layernorm_rows_f64(&x, &g).unwrap();
+        let eager = layernorm_rows_f64::eager(&x, &g).unwrap();
+        let run = layernorm_rows_f64::run(&mut Session::default(), &x, &g).unwrap();
+        assert_eq!(bits(&compiled), bits(&eager), "c = {c}");
+        assert_eq!(bits(&run), bits(&eager), "c = {c}");
+    }
+}
