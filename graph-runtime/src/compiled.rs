@@ -496,41 +496,6 @@ impl<'a, T: Element> OutBlock<'a, T> {
         }
     }
 
-    /// [`OutBlock::write_with`] with a fast variant tried first: when `try_fast`, stores
-    /// `fast(j)`'s values and folds their checks by `max`; if `accept` rejects the largest,
-    /// stores `exact(j)` over them. The elementwise loops that divide by a loop-invariant
-    /// value use it with a [`SharedDivisor`]'s quotients and range checks.
-    ///
-    /// [`SharedDivisor`]: crate::division::SharedDivisor
-    #[inline(always)]
-    pub fn write_with_fallback<K: Copy + Ord + Default>(
-        self,
-        try_fast: bool,
-        mut fast: impl FnMut(usize) -> (T, K),
-        accept: impl FnOnce(K) -> bool,
-        mut exact: impl FnMut(usize) -> T,
-    ) {
-        let mut done = false;
-        if try_fast {
-            let mut worst = K::default();
-            for (j, x) in self.data.iter_mut().enumerate() {
-                let (v, k) = fast(j);
-                x.write(v);
-                worst = worst.max(k);
-            }
-            done = accept(worst);
-        }
-        if !done {
-            for (j, x) in self.data.iter_mut().enumerate() {
-                x.write(exact(j));
-            }
-        }
-        if !self.reused {
-            self.initialised
-                .fetch_add(self.data.len(), Ordering::Relaxed);
-        }
-    }
-
     /// Stores the block row by row, `row` elements a row: for the `i`-th row of the block,
     /// `row_fn(i)` is called once (to bind what the row reads) and gives the function whose
     /// value at `j` is the row's element `j`. Elements after the last whole row, if any, are

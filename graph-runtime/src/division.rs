@@ -19,10 +19,9 @@
 //! sequence needs no assumption on the accuracy of `q0`. The theorem holds when nothing
 //! overflows or underflows on the way, which [`SharedDivisor`] guarantees by taking the fast
 //! path only for `|b|` and every `|a|` in `[2^-60, 2^60)` (f32; `[2^-500, 2^500)` for f64):
-//! the quotient is then a normal number and every remainder is exact. A zero dividend takes
-//! `a * y` (exact, and of the sign `/` gives; the corrections would make `-0 / b` `+0`).
-//! Infinities, NaN and tiny or huge values fall outside the range; a row (or block) that
-//! has any is divided again with `/`. `tests/kernels_elementwise.rs` checks the
+//! the quotient is then a normal number and every remainder is exact. Zeros (whose sign the
+//! fused sequence can lose), infinities, NaN and tiny or huge values fall outside that range;
+//! a row that has any is divided again with `/`. `tests/kernels_elementwise.rs` checks the
 //! fast path against `/` on every f32 significand for thousands of divisors.
 //!
 //! The fast path is taken at the AVX-512 level only (`cpu::Level::Avx512`), where it was
@@ -66,7 +65,7 @@ macro_rules! shared_divisor {
                 Self::check(v) < Self::HI - Self::LO
             }
 
-            /// `v`'s range check: below `HI - LO` when `|v|` is in the admitted range.
+            /// `v`'s range check: below `HI - LO` when `|v|` is admitted.
             #[inline(always)]
             fn check(v: $t) -> $bits {
                 (v.to_bits() & $abs_mask).wrapping_sub(Self::LO)
@@ -89,12 +88,7 @@ macro_rules! shared_divisor {
                 let r0 = (-q0).mul_add(b, a);
                 let q1 = r0.mul_add(y, q0);
                 let r1 = (-q1).mul_add(b, a);
-                // A zero's quotient is `a * y`, of the right sign (the corrections would turn
-                // `-0 / b` into `+0`): zeros are admitted, so ReLU outputs do not fall back.
-                let zero = a == 0.0;
-                let q = if zero { q0 } else { r1.mul_add(y, q1) };
-                let k = if zero { 0 } else { Self::check(a) };
-                (q, k)
+                (r1.mul_add(y, q1), Self::check(a))
             }
 
             /// Whether every dividend whose checks fold (by `max`) to `worst` was in range.

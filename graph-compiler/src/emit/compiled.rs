@@ -1455,7 +1455,6 @@ impl<'a> Emitter<'a> {
             ll.reads.insert(l, read);
         }
         let (lets, root_expr) = self.tree_lets(&lp.ops, lp.element, &ll.reads);
-        let reads = ll.reads.clone();
         let kname = self.kernel_name(g);
         // A result not written over a dead input is made by the call that runs the kernel
         // (`ExecCtx::take_written` for a slot, `compiled::fresh_by_blocks` otherwise), so a
@@ -1498,51 +1497,8 @@ impl<'a> Emitter<'a> {
             } else {
                 quote!(::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));)
             };
-            // A fresh result's kernel gets its block write-only and stores each element once;
-            // a division by a loop-invariant value (a rank-0 operand, a constant) goes through
-            // a `SharedDivisor`, with the plain tree as the block's fallback.
-            let scalars: HashSet<NodeId> = lp
-                .leaves
-                .iter()
-                .filter(|(_, class)| *class == LeafClass::Scalar)
-                .map(|&(l, _)| l)
-                .collect();
-            let shared = if fresh {
-                self.shared_division_tree(&lp.ops, lp.element, &reads, &scalars)
-            } else {
-                None
-            };
-            let kernel = if let Some(t) = shared {
-                let SharedDivisionTree {
-                    hoisted,
-                    exact,
-                    fast,
-                    fast_cond,
-                    check,
-                    check_ty,
-                    div_ty,
-                    root: root_expr,
-                } = t;
-                quote! {
-                    fn #kname(__first: usize, __out: ::grafo::__private::compiled::OutBlock<'_, #et> #(, #params)*) {
-                        let __n = __out.len();
-                        #(#row_bind)*
-                        #hoisted
-                        __out.write_with_fallback(
-                            #fast_cond,
-                            #[inline(always)] |__j: usize| -> (#et, #check_ty) {
-                                #fast
-                                (#root_expr, #check)
-                            },
-                            #[inline(always)] |__worst: #check_ty| ::grafo::__private::division::SharedDivisor::<#div_ty>::all_exact(__worst),
-                            #[inline(always)] |__j: usize| -> #et {
-                                #exact
-                                #root_expr
-                            },
-                        );
-                    }
-                }
-            } else if fresh {
+            // A fresh result's kernel gets its block write-only and stores each element once.
+            let kernel = if fresh {
                 quote! {
                     fn #kname(__first: usize, __out: ::grafo::__private::compiled::OutBlock<'_, #et> #(, #params)*) {
                         let __n = __out.len();
