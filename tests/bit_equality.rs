@@ -519,3 +519,73 @@ fn f64_division_by_a_row_statistic_is_division() {
         assert_eq!(bits(&run), bits(&eager), "c = {c}");
     }
 }
+
+twice!(div_by_constant, div_by_constant_plain, fn (x: Tensor<f32, N>) -> [Tensor<f32, N>] { x / 3.0 + 1.0 });
+twice!(div_by_scalar, div_by_scalar_plain, fn (x: Tensor<f32, N>, s: Tensor<f32>) -> [Tensor<f32, N>] { (x - 0.5) / s });
+twice!(div_by_total, div_by_total_plain, fn (x: Tensor<f32, N>) -> [Tensor<f32, N>] { x / reduce_sum(x * x) });
+
+/// Flat elementwise loops dividing by a constant, a rank-0 input or an all-axes reduction,
+/// over values with zeros, NaN, infinities and magnitudes outside [2^-60, 2^60): every path
+/// gives the bits of the plain loops here (the emitter keeps `/` in these loops; a shared
+/// division there measured no faster, being memory-bound, see BENCHMARKS.md).
+#[test]
+fn division_by_a_loop_invariant_value_is_division() {
+    for n in [0usize, 1, 7, 1023, 100_003] {
+        let mut xs: Vec<f32> = (0..n)
+            .map(|i| ((i * 7919 % 2003) as f32 - 1001.0) * 0.37)
+            .collect();
+        let clean = arr1(&xs);
+        agree!(
+            div_by_constant,
+            div_by_constant_plain,
+            (&clean),
+            xs.iter().map(|&v| v / 3.0 + 1.0).collect()
+        );
+        if n > 0 {
+            let s = specials();
+            for (i, &v) in s.iter().enumerate() {
+                xs[(i * 131) % n] = v;
+            }
+        }
+        let x = arr1(&xs);
+        agree!(
+            div_by_constant,
+            div_by_constant_plain,
+            (&x),
+            xs.iter().map(|&v| v / 3.0 + 1.0).collect()
+        );
+        for s in [
+            7.0f32,
+            -0.1,
+            1e-30,
+            3e30,
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NAN,
+        ] {
+            agree!(
+                div_by_scalar,
+                div_by_scalar_plain,
+                (&clean, &arr0(s)),
+                clean.iter().map(|&v| (v - 0.5) / s).collect()
+            );
+            agree!(
+                div_by_scalar,
+                div_by_scalar_plain,
+                (&x, &arr0(s)),
+                xs.iter().map(|&v| (v - 0.5) / s).collect()
+            );
+        }
+        let xc: Vec<f32> = clean.to_vec();
+        let total = (ordered_sum(&xc.iter().map(|&v| v * v).collect::<Vec<f32>>())) as f32;
+        if n <= 32 * 1024 {
+            agree!(
+                div_by_total,
+                div_by_total_plain,
+                (&clean),
+                xc.iter().map(|&v| v / total).collect()
+            );
+        }
+    }
+}
