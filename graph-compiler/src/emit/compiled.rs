@@ -1303,16 +1303,7 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             let n = self.node(id);
-            let args: Vec<TokenStream> = n
-                .inputs
-                .iter()
-                .map(|&i| {
-                    exprs
-                        .get(&i)
-                        .cloned()
-                        .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
-                })
-                .collect();
+            let args = self.operand_exprs(n, &exprs);
             let e = scalar_op(self.graph, id, &args);
             let t = format_ident!("__t{}", id.0);
             let et = elem_ty(n.dtype);
@@ -1324,6 +1315,20 @@ impl<'a> Emitter<'a> {
             .cloned()
             .unwrap_or_else(|| quote!(compile_error!("internal: missing root")));
         (lets, root_expr)
+    }
+
+    /// The expressions of `n`'s operands in a fused tree: computed ones from `exprs`, the
+    /// others (constants and host values) rendered in place.
+    fn operand_exprs(&self, n: &Node, exprs: &HashMap<NodeId, TokenStream>) -> Vec<TokenStream> {
+        n.inputs
+            .iter()
+            .map(|&i| {
+                exprs
+                    .get(&i)
+                    .cloned()
+                    .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
+            })
+            .collect()
     }
 
     /// The fused tree of a row-fused elementwise group whose float divisions include one by
@@ -1356,16 +1361,7 @@ impl<'a> Emitter<'a> {
                 continue;
             }
             let n = self.node(id);
-            let args: Vec<TokenStream> = n
-                .inputs
-                .iter()
-                .map(|&i| {
-                    exprs
-                        .get(&i)
-                        .cloned()
-                        .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
-                })
-                .collect();
+            let args = self.operand_exprs(n, &exprs);
             let e = scalar_op(self.graph, id, &args);
             let t = format_ident!("__t{}", id.0);
             let et = elem_ty(n.dtype);
