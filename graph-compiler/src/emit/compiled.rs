@@ -36,6 +36,30 @@ struct SharedDivisionTree {
     root: TokenStream,
 }
 
+/// One op of a fused tree as [`Emitter::visit_fused_ops`] renders it.
+struct FusedOp<'g> {
+    id: NodeId,
+    node: &'g Node,
+    /// The name it is bound to (`__t<id>`).
+    t: Ident,
+    /// Its element type.
+    et: TokenStream,
+    /// Its scalar expression over `args`.
+    expr: TokenStream,
+    /// Its operands' expressions.
+    args: Vec<TokenStream>,
+    /// The expressions of the values computed before it.
+    computed: &'g HashMap<NodeId, TokenStream>,
+}
+
+impl FusedOp<'_> {
+    /// `let __t<id>: T = expr;`
+    fn let_t(&self) -> TokenStream {
+        let (t, et, e) = (&self.t, &self.et, &self.expr);
+        quote!(let #t: #et = #e;)
+    }
+}
+
 /// How a materialised value is held in the emitted code.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Store {
@@ -1296,20 +1320,7 @@ impl<'a> Emitter<'a> {
         reads: &HashMap<NodeId, TokenStream>,
     ) -> (TokenStream, TokenStream) {
         let mut lets = TokenStream::new();
-        let mut exprs: HashMap<NodeId, TokenStream> = reads.clone();
-        for &id in ops {
-            if let Some(e) = reads.get(&id) {
-                exprs.insert(id, e.clone());
-                continue;
-            }
-            let n = self.node(id);
-            let args = self.operand_exprs(n, &exprs);
-            let e = scalar_op(self.graph, id, &args);
-            let t = format_ident!("__t{}", id.0);
-            let et = elem_ty(n.dtype);
-            lets.extend(quote!(let #t: #et = #e;));
-            exprs.insert(id, quote!(#t));
-        }
+        let exprs = self.visit_fused_ops(ops, reads, |op| lets.extend(op.let_t()));
         let root_expr = exprs
             .get(&root)
             .cloned()
@@ -1317,18 +1328,46 @@ impl<'a> Emitter<'a> {
         (lets, root_expr)
     }
 
-    /// The expressions of `n`'s operands in a fused tree: computed ones from `exprs`, the
-    /// others (constants and host values) rendered in place.
-    fn operand_exprs(&self, n: &Node, exprs: &HashMap<NodeId, TokenStream>) -> Vec<TokenStream> {
-        n.inputs
-            .iter()
-            .map(|&i| {
-                exprs
-                    .get(&i)
-                    .cloned()
-                    .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
-            })
-            .collect()
+    /// Walks the ops of a fused tree in order, rendering each op not in `reads` as
+    /// `FusedOp` (its operands' expressions computed before it, constants and host values in
+    /// place) for `visit`, which binds it as `__t<id>`; returns every value's expression.
+    fn visit_fused_ops(
+        &self,
+        ops: &[NodeId],
+        reads: &HashMap<NodeId, TokenStream>,
+        mut visit: impl FnMut(FusedOp<'_>),
+    ) -> HashMap<NodeId, TokenStream> {
+        let mut exprs: HashMap<NodeId, TokenStream> = reads.clone();
+        for &id in ops {
+            if let Some(e) = reads.get(&id) {
+                exprs.insert(id, e.clone());
+                continue;
+            }
+            let node = self.node(id);
+            let args: Vec<TokenStream> = node
+                .inputs
+                .iter()
+                .map(|&i| {
+                    exprs
+                        .get(&i)
+                        .cloned()
+                        .unwrap_or_else(|| scalar_op(self.graph, i, &[]))
+                })
+                .collect();
+            let expr = scalar_op(self.graph, id, &args);
+            let t = format_ident!("__t{}", id.0);
+            visit(FusedOp {
+                id,
+                node,
+                t: t.clone(),
+                et: elem_ty(node.dtype),
+                expr,
+                args,
+                computed: &exprs,
+            });
+            exprs.insert(id, quote!(#t));
+        }
+        exprs
     }
 
     /// The fused tree of a row-fused elementwise group whose float divisions include one by
@@ -1343,41 +1382,36 @@ impl<'a> Emitter<'a> {
         reads: &HashMap<NodeId, TokenStream>,
         row_invariant: &HashSet<NodeId>,
     ) -> Option<SharedDivisionTree> {
-        let mut exprs: HashMap<NodeId, TokenStream> = reads.clone();
         let mut invariant = row_invariant.clone();
-        // Operands not in `exprs` are constants, rendered in place (see `tree_lets`).
+        // Operands not computed in the tree are constants, rendered in place.
         let is_invariant =
-            |i: &NodeId, exprs: &HashMap<NodeId, TokenStream>, inv: &HashSet<NodeId>| {
-                !exprs.contains_key(i) || inv.contains(i)
+            |i: &NodeId, computed: &HashMap<NodeId, TokenStream>, inv: &HashSet<NodeId>| {
+                !computed.contains_key(i) || inv.contains(i)
             };
         let (mut hoisted, mut exact, mut fast) =
             (TokenStream::new(), TokenStream::new(), TokenStream::new());
         let mut divisors: Vec<Ident> = Vec::new();
         let mut checks: Vec<Ident> = Vec::new();
         let mut div_dtype: Option<DType> = None;
-        for &id in ops {
-            if let Some(e) = reads.get(&id) {
-                exprs.insert(id, e.clone());
-                continue;
-            }
-            let n = self.node(id);
-            let args = self.operand_exprs(n, &exprs);
-            let e = scalar_op(self.graph, id, &args);
-            let t = format_ident!("__t{}", id.0);
-            let et = elem_ty(n.dtype);
-            let let_t = quote!(let #t: #et = #e;);
-            if n.inputs.iter().all(|i| is_invariant(i, &exprs, &invariant)) {
+        let exprs = self.visit_fused_ops(ops, reads, |op| {
+            let n = op.node;
+            let let_t = op.let_t();
+            if n.inputs
+                .iter()
+                .all(|i| is_invariant(i, op.computed, &invariant))
+            {
                 hoisted.extend(let_t);
-                invariant.insert(id);
+                invariant.insert(op.id);
             } else if matches!(n.op, Op::Binary(BinaryOp::Div))
                 && matches!(n.dtype, DType::F32 | DType::F64)
                 && div_dtype.is_none_or(|d| d == n.dtype)
-                && is_invariant(&n.inputs[1], &exprs, &invariant)
+                && is_invariant(&n.inputs[1], op.computed, &invariant)
             {
                 div_dtype = Some(n.dtype);
-                let d = format_ident!("__dv{}", id.0);
-                let k = format_ident!("__k{}", id.0);
-                let (a, b) = (&args[0], &args[1]);
+                let (t, et) = (&op.t, &op.et);
+                let d = format_ident!("__dv{}", op.id.0);
+                let k = format_ident!("__k{}", op.id.0);
+                let (a, b) = (&op.args[0], &op.args[1]);
                 hoisted.extend(
                     quote!(let #d = ::grafo::__private::division::SharedDivisor::<#et>::new(#b);),
                 );
@@ -1389,8 +1423,7 @@ impl<'a> Emitter<'a> {
                 fast.extend(let_t.clone());
                 exact.extend(let_t);
             }
-            exprs.insert(id, quote!(#t));
-        }
+        });
         let div_dtype = div_dtype?;
         let root_expr = exprs.get(&root)?.clone();
         let first = &checks[0];
