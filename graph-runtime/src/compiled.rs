@@ -581,48 +581,42 @@ impl<T: Element> OutRows<'_, T> {
         unsafe { &*(row as *const [MaybeUninit<T>] as *const [T]) }
     }
 
-    /// Stores the next row from `f`, which returns each element with a range check, and
-    /// returns the largest check (the rows that divide by a [`SharedDivisor`] fold the
-    /// dividends' checks this way, then [`OutRows::rewrite_row`] the row if one failed).
+    /// Stores the next row from `fast` when `try_fast` and `accept` takes the largest of the
+    /// range checks `fast` returns with its elements, else from `exact`, and returns the row.
+    /// The rows that divide by a [`SharedDivisor`] pass its fused quotients as `fast` and the
+    /// plain tree as `exact`, which then overwrites a row whose checks failed.
+    ///
+    /// Panics as [`OutRows::write_row`].
     ///
     /// [`SharedDivisor`]: crate::division::SharedDivisor
     #[inline(always)]
-    pub fn write_row_checked<K: Copy + Ord + Default>(
+    pub fn write_row_with_fallback<K: Copy + Ord + Default>(
         &mut self,
         n: usize,
-        mut f: impl FnMut(usize) -> (T, K),
-    ) -> K {
-        assert_eq!(n, self.row, "row length");
-        let start = self.next;
-        let row = &mut self.data[start..start + n];
-        let mut worst = K::default();
-        #[allow(clippy::needless_range_loop)] // The bound must be `n` itself (see `write_row`).
-        for j in 0..n {
-            let (v, k) = f(j);
-            row[j].write(v);
-            worst = worst.max(k);
+        try_fast: bool,
+        mut fast: impl FnMut(usize) -> (T, K),
+        accept: impl FnOnce(K) -> bool,
+        exact: impl FnMut(usize) -> T,
+    ) -> &[T] {
+        if try_fast {
+            assert_eq!(n, self.row, "row length");
+            let start = self.next;
+            let row = &mut self.data[start..start + n];
+            let mut worst = K::default();
+            #[allow(clippy::needless_range_loop)] // The bound must be `n` itself (see `write_row`).
+            for j in 0..n {
+                let (v, k) = fast(j);
+                row[j].write(v);
+                worst = worst.max(k);
+            }
+            if accept(worst) {
+                self.next = start + n;
+                // SAFETY: every element of `row` was written just above, and `MaybeUninit<T>`
+                // has the layout of `T`; the shared borrow lives no longer than the writer's.
+                return unsafe { &*(row as *const [MaybeUninit<T>] as *const [T]) };
+            }
         }
-        self.next = start + self.row;
-        worst
-    }
-
-    /// The row written last.
-    ///
-    /// Panics if no row was written yet.
-    #[inline(always)]
-    pub fn last_row(&self) -> &[T] {
-        let row = &self.data[self.next - self.row..self.next];
-        // SAFETY: the row before `next` was written whole by `write_row` or `write_row_checked`.
-        unsafe { &*(row as *const [MaybeUninit<T>] as *const [T]) }
-    }
-
-    /// Stores the row written last again, its element `j` being `f(j)`, and returns it.
-    ///
-    /// Panics if no row was written yet.
-    #[inline(always)]
-    pub fn rewrite_row(&mut self, n: usize, f: impl FnMut(usize) -> T) -> &[T] {
-        self.next -= self.row;
-        self.write_row(n, f)
+        self.write_row(n, exact)
     }
 }
 
@@ -825,19 +819,42 @@ mod tests {
         assert_eq!(buf.into_vec(), vec![0; 12]);
     }
 
-    /// A checked row returns the largest check; a rewritten row replaces the last one.
+    /// A row with a fallback keeps the fast values when their largest check is accepted, and
+    /// is written by the exact function over them when it is not, or when not tried.
     #[test]
-    fn out_rows_checked_and_rewritten() {
-        let mut buf = OutBuf::<f32>::fresh("test", 6).unwrap();
+    fn out_rows_fall_back_on_a_rejected_check() {
+        let mut buf = OutBuf::<f32>::fresh("test", 9).unwrap();
         {
             let mut w = buf.whole_block().rows(3);
-            let worst = w.write_row_checked(3, |j| (j as f32, [4u32, 9, 2][j]));
-            assert_eq!(worst, 9);
-            assert_eq!(w.last_row(), &[0.0, 1.0, 2.0]);
-            assert_eq!(w.rewrite_row(3, |j| -(j as f32)), &[0.0, -1.0, -2.0]);
-            assert_eq!(w.write_row_checked(3, |j| (j as f32 + 10.0, 0u64)), 0);
+            let mut seen = None;
+            let fast = |j: usize| (j as f32, [4u32, 9, 2][j]);
+            let row = w.write_row_with_fallback(
+                3,
+                true,
+                fast,
+                |k| {
+                    seen = Some(k);
+                    k < 10
+                },
+                |j| -(j as f32),
+            );
+            assert_eq!(row, &[0.0, 1.0, 2.0]);
+            assert_eq!(seen, Some(9));
+            let row = w.write_row_with_fallback(3, true, fast, |k| k < 9, |j| -(j as f32));
+            assert_eq!(row, &[0.0, -1.0, -2.0]);
+            let row = w.write_row_with_fallback(
+                3,
+                false,
+                |j| (j as f32, 0u64),
+                |_| true,
+                |j| j as f32 + 10.0,
+            );
+            assert_eq!(row, &[10.0, 11.0, 12.0]);
         }
-        assert_eq!(buf.into_vec(), vec![0.0, -1.0, -2.0, 10.0, 11.0, 12.0]);
+        assert_eq!(
+            buf.into_vec(),
+            vec![0.0, 1.0, 2.0, 0.0, -1.0, -2.0, 10.0, 11.0, 12.0]
+        );
     }
 
     /// A result whose size does not fit is an error, not an abort.

@@ -63,7 +63,7 @@ macro_rules! shared_divisor {
             /// Whether `|v|` lies in the range where the fused sequence is exact.
             #[inline(always)]
             fn in_range(v: $t) -> bool {
-                Self::check(v) < Self::HI - Self::LO
+                Self::all_exact(Self::check(v))
             }
 
             /// `v`'s range check: below `HI - LO` when `|v|` is admitted.

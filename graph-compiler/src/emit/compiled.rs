@@ -28,8 +28,6 @@ struct SharedDivisionTree {
     fast_cond: TokenStream,
     /// The element's range checks folded by `max`.
     check: TokenStream,
-    /// The type of a range check (`u32` for f32, `u64` for f64).
-    check_ty: TokenStream,
     /// The element type of the shared divisions.
     div_ty: TokenStream,
     /// The root's expression (the same name in both variants).
@@ -858,7 +856,6 @@ impl<'a> Emitter<'a> {
                         fast,
                         fast_cond,
                         check,
-                        check_ty,
                         div_ty,
                         root: root_expr,
                     } = t;
@@ -869,25 +866,19 @@ impl<'a> Emitter<'a> {
                     body.extend(quote! {
                         let #y: &[#et] = {
                             #hoisted
-                            if #fast_cond {
-                                let __worst = #o.write_row_checked(__n, #[inline(always)] |__j: usize| -> (#et, #check_ty) {
+                            #o.write_row_with_fallback(
+                                __n,
+                                #fast_cond,
+                                #[inline(always)] |__j: usize| -> (#et, _) {
                                     #fast
                                     (#root_expr, #check)
-                                });
-                                if ::grafo::__private::division::SharedDivisor::<#div_ty>::all_exact(__worst) {
-                                    #o.last_row()
-                                } else {
-                                    #o.rewrite_row(__n, #[inline(always)] |__j: usize| -> #et {
-                                        #exact
-                                        #root_expr
-                                    })
-                                }
-                            } else {
-                                #o.write_row(__n, #[inline(always)] |__j: usize| -> #et {
+                                },
+                                #[inline(always)] |__worst| ::grafo::__private::division::SharedDivisor::<#div_ty>::all_exact(__worst),
+                                #[inline(always)] |__j: usize| -> #et {
                                     #exact
                                     #root_expr
-                                })
-                            }
+                                },
+                            )
                         };
                     });
                     reads.insert(g.root, quote!(#y[__j]));
@@ -1434,11 +1425,6 @@ impl<'a> Emitter<'a> {
             fast,
             fast_cond: quote!(true #(&& #divisors.fast())*),
             check: quote!(#first #(.max(#rest))*),
-            check_ty: if div_dtype == DType::F64 {
-                quote!(u64)
-            } else {
-                quote!(u32)
-            },
             div_ty: elem_ty(div_dtype),
             root: root_expr,
         })
