@@ -69,16 +69,18 @@ fn detect() -> Level {
 
 static AVX512_TILES: AtomicU8 = AtomicU8::new(0);
 
-/// Whether the GEMM and conv2d micro-kernels should use their AVX-512 register tiles.
+/// Whether the tall AVX-512 register tiles run: the 24-row tiles of the f64 GEMM and of the
+/// f32 convolution kernels (the gather and 3-wide tiles).
 ///
 /// Only where [`level()`] is [`Level::Avx512`] and the cores run 512-bit FMAs at twice the
 /// 256-bit rate. AMD's Zen 4 (family 0x19) runs them on 256-bit units (double-pumped): there
-/// the AVX2 tiles measured faster (sgemm 256: 97 vs 86 GFLOP/s on one core, conv2d 3 -> 16
-/// channels 61 vs 56, the narrow `256x512x10` 47 vs 33; BENCHMARKS.md), so they are kept,
-/// while elementwise kernels still run their AVX-512 builds. Setting `GRAFO_CPU_LEVEL=avx512`
-/// explicitly forces the AVX-512 tiles on such a CPU too, so their tests run on it. Zen 5
-/// (family 0x1A) has full-width 512-bit FMAs and takes the AVX-512 tiles, measured 1.7–2x
-/// the AVX2 ones there (sgemm 1024, conv2d 16 -> 16; BENCHMARKS.md).
+/// the AVX2 tiles measured faster (conv2d 3 -> 16 channels 2.8–3.1 vs 3.0–3.5 ms on one
+/// core, 16 -> 16 12.0–13.5 vs 13.5–14.4; BENCHMARKS.md), so they are kept, while
+/// elementwise kernels run their AVX-512 builds and the f32 GEMM its wide AVX-512 tiles
+/// ([`wide_tiles`]). Setting `GRAFO_CPU_LEVEL=avx512` explicitly forces the tall AVX-512
+/// tiles on such a CPU too, so their tests run on it. Zen 5 (family 0x1A) has full-width
+/// 512-bit FMAs and takes them, measured 1.7–2x the AVX2 ones there (sgemm 1024, conv2d
+/// 16 -> 16; BENCHMARKS.md).
 #[inline]
 pub fn avx512_tiles() -> bool {
     match AVX512_TILES.load(Ordering::Relaxed) {
@@ -94,6 +96,18 @@ fn detect_avx512_tiles() -> bool {
     let tiles = level() == Level::Avx512 && (forced || !double_pumped_avx512());
     AVX512_TILES.store(if tiles { 2 } else { 1 }, Ordering::Relaxed);
     tiles
+}
+
+/// Whether the f32 GEMM runs its wide AVX-512 tiles (6 rows x up to 64 columns, the `gemm`
+/// crate's shape): wherever [`level()`] is [`Level::Avx512`], Zen 4 included.
+///
+/// The wide tile loads 10 values a step for 24 FMAs and keeps only six rows of `a` in L1,
+/// so it wins even on Zen 4's double-pumped units, where the 24-row tile does not (Zen 4,
+/// 2 threads: sgemm 1024 11.4 vs 12.7 ms for the AVX2 tile, W2's product 1.06 vs 1.35 ms;
+/// BENCHMARKS.md).
+#[inline]
+pub fn wide_tiles() -> bool {
+    level() == Level::Avx512
 }
 
 /// Whether this is an AMD Zen 4 (family 0x19), whose AVX-512 runs on 256-bit units.

@@ -39,8 +39,9 @@ pub const MIN_BLOCK_MACS: usize = 1 << 18;
 pub const BLOCK_ELEMENTS: usize = 1 << 18;
 
 /// Block row counts are rounded up to a multiple of this: the row count of the micro-kernel
-/// this CPU runs (6 for the AVX2 tile, 24 for the AVX-512 one), so that no block ends in a
-/// short tile except the last.
+/// this CPU runs for f64 products and convolutions (6 for the AVX2 tile, 24 for the tall
+/// AVX-512 one, see [`crate::cpu::avx512_tiles`]), so that no block ends in a short tile
+/// except the last.
 #[inline]
 pub fn row_align() -> usize {
     if crate::cpu::avx512_tiles() {
@@ -59,7 +60,7 @@ pub const PREPACK_MAX_BYTES: usize = 1 << 20;
 /// tile for `f32`, else [`row_align`]'s.
 #[inline]
 pub fn gemm_row_align<T: 'static>() -> usize {
-    if crate::cpu::avx512_tiles() && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+    if crate::cpu::wide_tiles() && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         packed::wide::MR
     } else {
         row_align()
@@ -80,7 +81,7 @@ pub const MIN_PANEL_COLS: usize = 64;
 /// every float kernel's width).
 #[inline]
 pub fn col_align() -> usize {
-    if crate::cpu::avx512_tiles() {
+    if crate::cpu::wide_tiles() {
         64
     } else {
         16
@@ -958,7 +959,7 @@ mod packed {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, MutexGuard};
 
-    use crate::cpu::{avx512_tiles, level, Level};
+    use crate::cpu::{avx512_tiles, level, wide_tiles, Level};
 
     /// Shared-dimension slice: a micro-panel of `b` (`KC x NR`) stays in L1.
     pub const KC: usize = 256;
@@ -1122,7 +1123,7 @@ mod packed {
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
                     {
                         const _: () = assert!(<$avx2 as Kernel>::NR == <$avx512 as Kernel>::NR);
-                        $(if avx512_tiles() {
+                        $(if wide_tiles() {
                             let _ = $wide;
                             return wide::panel(n);
                         })?
@@ -1136,9 +1137,9 @@ mod packed {
                 #[inline]
                 unsafe fn pack_slice(kc: usize, nc: usize, nr: usize, b: *const $t, ldb: usize, dst: &mut [$t]) {
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                    $(if avx512_tiles() && nr.is_multiple_of(16) {
+                    $(if wide_tiles() && nr.is_multiple_of(16) {
                         let _ = $wide;
-                        // SAFETY: `avx512_tiles` vouches for AVX-512; forwarded contract.
+                        // SAFETY: `wide_tiles` vouches for AVX-512; forwarded contract.
                         return unsafe { wide::pack_b(kc, nc, nr, b, ldb, dst) };
                     })?
                     // SAFETY: forwarded contract.
@@ -1148,7 +1149,7 @@ mod packed {
                 #[inline]
                 fn slice_kc(k: usize) -> usize {
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                    $(if avx512_tiles() {
+                    $(if wide_tiles() {
                         let _ = $wide;
                         return wide::slice_kc(k);
                     })?
@@ -1211,8 +1212,9 @@ mod packed {
                     }
 
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                    $(if avx512_tiles() {
-                        // SAFETY: as below for the AVX-512 driver.
+                    $(if wide_tiles() {
+                        // SAFETY: `wide_tiles` is true only at `Level::Avx512`, as below for
+                        // the AVX-512 driver.
                         return unsafe { $wide(m, k, n, a, lda, b, c, ldc) };
                     })?
                     #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
