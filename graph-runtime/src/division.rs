@@ -28,8 +28,11 @@
 //! measured: W4 0.91 ms against 1.05 with `vdivps zmm` on the Xeon model 167. With AVX2 the
 //! same sequence on ymm measured no faster than `vdivps ymm` there (0.99-1.02 ms against
 //! 0.98-0.99), and without FMA it would call libm. Elsewhere [`SharedDivisor::fast`] is
-//! false and callers divide with `/`. AMD's AVX-512 cores (Zen 4, Zen 5) take it too; its
-//! speed there is not measured yet (the bits are the same either way).
+//! false and callers divide with `/`. AMD's AVX-512 cores (Zen 4, Zen 5) take it too. On a
+//! Zen 4 its bits were checked (every significand x 4096 divisors) but its speed in W4 could
+//! not be told from `vdivps zmm` in a noisy VM; in a C model of W4's last pass it was as fast
+//! with the row in L1 (280 vs 272 cycles a row of 1024) and twice as fast writing a 16 MiB
+//! result (364 vs 702; BENCHMARKS.md). Zen 5 is not measured.
 
 use crate::cpu::{level, Level};
 
