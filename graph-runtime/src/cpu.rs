@@ -78,7 +78,9 @@ static AVX512_TILES: AtomicU8 = AtomicU8::new(0);
 /// core, 16 -> 16 12.0–13.5 vs 13.5–14.4; BENCHMARKS.md), so they are kept, while
 /// elementwise kernels run their AVX-512 builds and the f32 GEMM its wide AVX-512 tiles
 /// ([`wide_tiles`]). Setting `GRAFO_CPU_LEVEL=avx512` explicitly forces the tall AVX-512
-/// tiles on such a CPU too, so their tests run on it. Zen 5 (family 0x1A) has full-width
+/// tiles on such a CPU too, so their tests run on it; `GRAFO_TALL_TILES=0` turns them off on
+/// any AVX-512 CPU (Zen 4's combination: wide GEMM tiles, AVX2 convolution tiles), and `=1`
+/// on wherever AVX-512 is. Zen 5 (family 0x1A) has full-width
 /// 512-bit FMAs and takes them, measured 1.7–2x the AVX2 ones there (sgemm 1024, conv2d
 /// 16 -> 16; BENCHMARKS.md).
 #[inline]
@@ -93,7 +95,12 @@ pub fn avx512_tiles() -> bool {
 #[cold]
 fn detect_avx512_tiles() -> bool {
     let forced = std::env::var("GRAFO_CPU_LEVEL").is_ok_and(|v| v == "avx512");
-    let tiles = level() == Level::Avx512 && (forced || !double_pumped_avx512());
+    let wanted = match std::env::var("GRAFO_TALL_TILES").as_deref() {
+        Ok("0") => false,
+        Ok("1") => true,
+        _ => forced || !double_pumped_avx512(),
+    };
+    let tiles = level() == Level::Avx512 && wanted;
     AVX512_TILES.store(if tiles { 2 } else { 1 }, Ordering::Relaxed);
     tiles
 }
