@@ -66,6 +66,7 @@ fn group(id: usize, kind: &str, nodes: &[usize], region: Region) -> GroupDef {
         buffer: Some(id),
         in_place: false,
         region,
+        records_for: None,
     }
 }
 

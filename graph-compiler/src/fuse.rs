@@ -133,6 +133,12 @@ pub struct Group {
     pub region: Region,
     /// For cond groups, which cond.
     pub cond: Option<CondId>,
+    /// For a conv2d group: the all-axes f32 reduction group of its result whose partial sums
+    /// its kernel records block by block, while each output block is still in cache.
+    pub records_for: Option<usize>,
+    /// For such a reduction: the conv2d group that records its partial sums (it reads only
+    /// the blocks that were not recorded).
+    pub recorded_by: Option<usize>,
 }
 
 /// The fusion decisions for a graph.
@@ -497,6 +503,8 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             producer: None,
             region: cond.region,
             cond: Some(c),
+            records_for: None,
+            recorded_by: None,
         });
     };
     for i in 0..n {
@@ -517,6 +525,8 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             producer: None,
             region: node.region,
             cond: None,
+            records_for: None,
+            recorded_by: None,
         };
         match &node.op {
             Op::Input { .. } => continue,
@@ -620,6 +630,9 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     for (at, c) in checks_only {
         checks_group(&mut groups, at, c);
     }
+    if config.fusion {
+        record_reductions_in_convolutions(graph, &mut groups, &group_of);
+    }
     let loops = groups
         .iter()
         .map(|g| loop_plan(graph, &materialised, g))
@@ -630,6 +643,57 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         groups,
         group_of,
         loops,
+    }
+}
+
+/// An all-axes f32 `reduce_sum`, `reduce_mean` or `norm` of a conv2d group's result (the
+/// convolution with its epilogue, if any) in the same region: the convolution records the
+/// reduction's partial sums block by block while each block of its output is in cache, and
+/// the reduction reads back only what was not recorded (W3's `norm(y)` was a second pass over
+/// the 16 MiB result). The order of the additions is the reduction's own, so the bits are the
+/// same. One reduction per convolution.
+fn record_reductions_in_convolutions(
+    graph: &Graph,
+    groups: &mut [Group],
+    group_of: &[Option<usize>],
+) {
+    for r in 0..groups.len() {
+        let g = &groups[r];
+        if g.kind != GroupKind::Reduce || g.producer.is_some() {
+            continue;
+        }
+        let rnode = graph.node(g.root);
+        let input = rnode.inputs[0];
+        let all_f32_sum = match &rnode.op {
+            Op::Norm => true,
+            Op::Reduce { kind, .. } => {
+                matches!(kind, ReduceKind::Sum | ReduceKind::Mean)
+                    && reduction_split(graph, g.root) == 0
+            }
+            _ => false,
+        };
+        if !all_f32_sum
+            || !reduction_can_fuse(graph, g.root)
+            || rnode.dtype != DType::F32
+            || graph.node(input).dtype != DType::F32
+        {
+            continue;
+        }
+        let Some(c) = group_of[input.0] else {
+            continue;
+        };
+        let conv = &groups[c];
+        let conv_node = graph.node(conv.anchor.unwrap_or(conv.root));
+        if conv.kind != GroupKind::Conv2d
+            || conv.root != input
+            || conv.region != g.region
+            || conv.records_for.is_some()
+            || !matches!(conv_node.op, Op::Conv2d { .. })
+        {
+            continue;
+        }
+        groups[c].records_for = Some(r);
+        groups[r].recorded_by = Some(c);
     }
 }
 

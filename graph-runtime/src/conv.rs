@@ -202,16 +202,54 @@ pub fn conv2d_buf<T: GemmElement + Element, E>(
 ) where
     E: Fn(usize, &mut [T]) + Sync,
 {
+    conv2d_buf_observed(
+        x,
+        x_shape,
+        k,
+        k_shape,
+        stride,
+        padding,
+        out,
+        epilogue,
+        |_: usize, _: &[T]| {},
+    )
+}
+
+/// [`conv2d_buf`], then `observe(first_element, block)` on each finished parallel block of
+/// the output (after the epilogue, while the block is still in cache; `first_element` counts
+/// flat over the whole output). The blocks cover the output once; a fused all-axes
+/// reduction of the result records its partial sums there
+/// ([`crate::reduce_blocks::BlockLanes::record`]) instead of reading the result back from memory.
+///
+/// Panics as [`conv2d_into`] does.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_buf_observed<T: GemmElement + Element, E, O>(
+    x: &[T],
+    x_shape: [usize; 4],
+    k: &[T],
+    k_shape: [usize; 4],
+    stride: usize,
+    padding: Padding,
+    out: &mut OutBuf<T>,
+    epilogue: E,
+    observe: O,
+) where
+    E: Fn(usize, &mut [T]) + Sync,
+    O: Fn(usize, &[T]) + Sync,
+{
     let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, Algorithm::Best);
+    let cout = k_shape[3];
     let t = match &prepared.gather {
         Some(t) if !out.is_initialised() => t,
-        _ => return prepared.run(x, k, out.initialise_mut(), &epilogue),
+        _ => return prepared.run_observed(x, k, out.initialise_mut(), &epilogue, &observe),
     };
     prepared.check(x, k, out.len());
     let g = &prepared.g;
     prepared.with_kernel(k, |k| {
         prepared.for_each_block(out.uninit_mut(), |p0, block| {
-            conv_block_gather(x, k, g, t, p0, block, &epilogue)
+            conv_block_gather(x, k, g, t, p0, &mut *block, &epilogue);
+            // SAFETY: `conv_block_gather` stored every element of the block.
+            observe(p0 * cout, unsafe { assume_init(block) });
         })
     });
     // SAFETY: the blocks cover the buffer, and `conv_block_gather` stores every element of
@@ -290,9 +328,25 @@ impl Prepared {
         out: &mut [T],
         epilogue: &(impl Fn(usize, &mut [T]) + Sync),
     ) {
+        self.run_observed(x, k, out, epilogue, &|_: usize, _: &[T]| {})
+    }
+
+    /// [`Prepared::run`], then `observe(first_element, block)` on each finished block.
+    fn run_observed<T: GemmElement>(
+        &self,
+        x: &[T],
+        k: &[T],
+        out: &mut [T],
+        epilogue: &(impl Fn(usize, &mut [T]) + Sync),
+        observe: &(impl Fn(usize, &[T]) + Sync),
+    ) {
         self.check(x, k, out.len());
+        let cout = self.g.cout;
         self.with_kernel(k, |k| {
-            self.for_each_block(out, |p0, block| self.compute(x, k, p0, block, epilogue))
+            self.for_each_block(out, |p0, block| {
+                self.compute(x, k, p0, &mut *block, epilogue);
+                observe(p0 * cout, block);
+            })
         });
     }
 

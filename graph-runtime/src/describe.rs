@@ -48,6 +48,7 @@ pub struct GroupRow {
     pub buffer: Option<usize>,
     pub in_place: bool,
     pub region: Region,
+    pub records_for: Option<usize>,
 }
 
 /// A [`BufferDef`] as static data; its id is its index in the table.
@@ -120,6 +121,7 @@ pub fn groups(rows: &[GroupRow]) -> Vec<GroupDef> {
             buffer: r.buffer,
             in_place: r.in_place,
             region: r.region,
+            records_for: r.records_for,
         })
         .collect()
 }

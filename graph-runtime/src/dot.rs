@@ -168,6 +168,9 @@ impl Layout {
                     if group.in_place {
                         label.push_str(" (in place)");
                     }
+                    if let Some(r) = group.records_for {
+                        label.push_str(&format!(" (records group {r}'s partial sums)"));
+                    }
                     (
                         format!("cluster_g{g}"),
                         label,

@@ -90,6 +90,10 @@ pub struct GroupDef {
     /// Whether the group overwrites one of its dead inputs in place.
     pub in_place: bool,
     pub region: Region,
+    /// For a `conv2d` group: the all-axes reduction group (`norm`, `reduce_sum`,
+    /// `reduce_mean` of its f32 result) whose partial sums its kernel records while each
+    /// block of the output is in cache; the reduction reads back only what was not recorded.
+    pub records_for: Option<usize>,
 }
 
 /// One reusable buffer of the static plan; several values with disjoint lifetimes share it.

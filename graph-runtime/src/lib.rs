@@ -30,6 +30,7 @@ pub mod parallel;
 pub mod pool;
 pub mod profile;
 pub mod reduce;
+pub mod reduce_blocks;
 pub mod selection;
 pub mod session;
 pub mod softmax;

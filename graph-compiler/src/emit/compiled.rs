@@ -1703,14 +1703,36 @@ impl<'a> Emitter<'a> {
                 }
                 // The conv2d kernel stores every element of its output once: a fresh result
                 // is not zeroed first.
+                let Some(r) = g.records_for else {
+                    let written = self.alloc_written(
+                        g.root,
+                        quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
+                            ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi)
+                        }),
+                    );
+                    return quote! {
+                        #pre
+                        #written
+                    };
+                };
+                // A reduction of the result: its partial sums are recorded block by block
+                // while each block of the output is in cache.
+                let rroot = self.plan.groups[r].root;
+                let lanes = lanes_ident(rroot);
+                let summand = match self.node(rroot).op {
+                    Op::Norm => quote!(Squares),
+                    _ => quote!(Values),
+                };
+                let len = len_expr(&root.shape);
                 let written = self.alloc_written(
                     g.root,
                     quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
-                        ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi)
+                        ::grafo::__private::conv::conv2d_buf_observed(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, |__e0: usize, __done: &[#et]| #lanes.record(__e0, __done))
                     }),
                 );
                 quote! {
                     #pre
+                    let #lanes = ::grafo::__private::reduce_blocks::BlockLanes::new(#len, ::grafo::__private::reduce_blocks::Summand::#summand);
                     #written
                 }
             }
@@ -1814,7 +1836,12 @@ impl<'a> Emitter<'a> {
         let in_len = len_expr(&in_shape);
         if all_axes {
             let combine_partials = combine_partials_all;
-            let (kernel, call) = if flat {
+            let (kernel, call) = if g.recorded_by.is_some() {
+                // The convolution that wrote the input recorded the partial sums of its blocks.
+                let lanes = lanes_ident(g.root);
+                let x = self.slice(input);
+                (TokenStream::new(), quote!(#lanes.total(#x)))
+            } else if flat {
                 (
                     quote! {
                         fn #kname(__first: usize, __end: usize #(, #params)*) -> #acc_t {
@@ -1852,11 +1879,16 @@ impl<'a> Emitter<'a> {
             };
             let fin = finish(quote!(__grand), in_len.clone());
             let vid = v(g.root);
+            let kernel = if kernel.is_empty() {
+                kernel
+            } else {
+                quote!(::grafo::__private::multiversion! { #kernel })
+            };
             if rnode.shape.is_empty() {
                 self.store.insert(g.root, Store::Scalar);
                 return quote! {
                     #(#pre)*
-                    ::grafo::__private::multiversion! { #kernel }
+                    #kernel
                     let __grand: #acc_t = #call;
                     let #vid: #et = #fin;
                 };
@@ -1865,7 +1897,7 @@ impl<'a> Emitter<'a> {
             return quote! {
                 #(#pre)*
                 #alloc
-                ::grafo::__private::multiversion! { #kernel }
+                #kernel
                 let __grand: #acc_t = #call;
                 #vid[0] = #fin;
             };
@@ -2361,4 +2393,9 @@ pub fn pool_tokens(
     };
     let ([kh, kw], [sh, sw]) = (ksize, strides);
     quote!(::grafo::__private::pool::Pool2d { kind: #kind, ksize: [#kh, #kw], strides: [#sh, #sw], padding: #pad })
+}
+
+/// The local holding the partial sums a convolution records for the reduction `r`.
+fn lanes_ident(r: NodeId) -> Ident {
+    format_ident!("__lanes_{}", r.0)
 }

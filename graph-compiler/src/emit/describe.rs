@@ -219,6 +219,10 @@ pub fn body(
         };
         let region = region_tokens(g.region, &cond_index);
         let in_place = sched.in_place[g.root.0].is_some();
+        let records_for = match g.records_for {
+            Some(r) => quote!(::std::option::Option::Some(#r)),
+            None => quote!(::std::option::Option::None),
+        };
         groups.push(quote!(::grafo::__private::describe::GroupRow {
             id: #id,
             kind: #kind,
@@ -227,6 +231,7 @@ pub fn body(
             buffer: #buffer,
             in_place: #in_place,
             region: #region,
+            records_for: #records_for,
         }));
     }
     let schedule = plan.groups.len();
