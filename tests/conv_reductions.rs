@@ -102,25 +102,44 @@ const SHAPES: &[(usize, usize, usize, usize)] = &[
     (1, 100, 101, 7),
 ];
 
+/// A first layer's input, kernel and bias for `n x h x w x 3` images and `c` channels.
+fn layer_inputs(
+    seed: u64,
+    (n, h, w, c): (usize, usize, usize, usize),
+) -> (Array4<f32>, Array4<f32>, Array1<f32>) {
+    (
+        rand_arr(seed, Ix4(n, h, w, 3), -1.0, 1.0),
+        rand_arr(seed + 1000, Ix4(3, 3, 3, c), -0.5, 0.5),
+        rand_arr(seed + 2000, Ix1(c), -0.1, 0.1),
+    )
+}
+
+/// Asserts that the compiled call and a `Session`'s first and second run (the second writes
+/// into the first's buffer) give the eager bits for both results of `$f(x, k, b)`; yields
+/// the compiled results.
+macro_rules! both_results_agree {
+    ($f:ident, $x:expr, $k:expr, $b:expr, $what:expr) => {{
+        let (a0, a1) = $f($x, $k, $b).unwrap();
+        let (e0, e1) = $f::eager($x, $k, $b).unwrap();
+        same_bits(&format!("{} first result", $what), &a0, &e0);
+        same_bits(&format!("{} second result", $what), &a1, &e1);
+        let mut sess = Session::default();
+        for run in 0..2 {
+            let (r0, r1) = $f::run(&mut sess, $x, $k, $b).unwrap();
+            same_bits(&format!("{} run {run} first result", $what), &r0, &e0);
+            same_bits(&format!("{} run {run} second result", $what), &r1, &e1);
+        }
+        (a0, a1)
+    }};
+}
+
 #[test]
 fn norm_of_a_conv_layer_matches_eager_bit_for_bit() {
     assert_eq!(recorded(&layer_norm2::graph()).len(), 1);
     for (seed, &(n, h, w, c)) in SHAPES.iter().enumerate() {
-        let x: Array4<f32> = rand_arr(10 + seed as u64, Ix4(n, h, w, 3), -1.0, 1.0);
-        let k: Array4<f32> = rand_arr(40 + seed as u64, Ix4(3, 3, 3, c), -0.5, 0.5);
-        let b: Array1<f32> = rand_arr(70 + seed as u64, Ix1(c), -0.1, 0.1);
+        let (x, k, b) = layer_inputs(10 + seed as u64, (n, h, w, c));
         let what = format!("{n}x{h}x{w}x{c}");
-        let (y, s) = layer_norm2(&x, &k, &b).unwrap();
-        let (ye, se) = layer_norm2::eager(&x, &k, &b).unwrap();
-        same_bits(&format!("{what} result"), &y, &ye);
-        same_bits(&format!("{what} norm"), &s, &se);
-        // A session's second run writes into the buffer of the first (the reused-buffer path).
-        let mut sess = Session::default();
-        for run in 0..2 {
-            let (yr, sr) = layer_norm2::run(&mut sess, &x, &k, &b).unwrap();
-            same_bits(&format!("{what} run {run} result"), &yr, &ye);
-            same_bits(&format!("{what} run {run} norm"), &sr, &se);
-        }
+        let (y, s) = both_results_agree!(layer_norm2, &x, &k, &b, what);
         let want = zip2(
             &ref_conv2d(&to_f64(&x), &to_f64(&k), 1, true),
             &to_f64(&b),
@@ -165,19 +184,8 @@ fn sums_and_means_of_conv_layers_match_eager_bit_for_bit() {
             "{what} strided sum: {got} vs {want}"
         );
 
-        let x: Array4<f32> = rand_arr(160 + seed as u64, Ix4(n, h, w, 3), -1.0, 1.0);
-        let k: Array4<f32> = rand_arr(190 + seed as u64, Ix4(3, 3, 3, c), -0.5, 0.5);
-        let b: Array1<f32> = rand_arr(220 + seed as u64, Ix1(c), -0.1, 0.1);
-        let (m, s) = relu_mean(&x, &k, &b).unwrap();
-        let (me, se) = relu_mean::eager(&x, &k, &b).unwrap();
-        same_bits(&format!("{what} mean"), &m, &me);
-        same_bits(&format!("{what} second reduction"), &s, &se);
-        let mut sess = Session::default();
-        for run in 0..2 {
-            let (mr, sr) = relu_mean::run(&mut sess, &x, &k, &b).unwrap();
-            same_bits(&format!("{what} run {run} mean"), &mr, &me);
-            same_bits(&format!("{what} run {run} second"), &sr, &se);
-        }
+        let (x, k, b) = layer_inputs(160 + seed as u64, (n, h, w, c));
+        let (m, s) = both_results_agree!(relu_mean, &x, &k, &b, what);
         let y = zip2(
             &ref_conv2d(&to_f64(&x), &to_f64(&k), 1, true),
             &to_f64(&b),

@@ -393,12 +393,34 @@ fn conv2d_into_fresh_memory_matches_conv2d_into() {
         };
         let mut want = vec![0.0f32; len];
         conv2d_into(&x, xs, &k, ks, stride, padding, &mut want, epi);
+        // The observer sees every block once, in its final values (after the epilogue).
+        let observed = std::sync::Mutex::new(Vec::<(usize, Vec<f32>)>::new());
+        let observe = |first: usize, block: &[f32]| {
+            observed.lock().unwrap().push((first, block.to_vec()));
+        };
+        let check_observed = |how: &str| {
+            let mut blocks = std::mem::take(&mut *observed.lock().unwrap());
+            blocks.sort_by_key(|(first, _)| *first);
+            let mut at = 0;
+            for (first, block) in &blocks {
+                assert_eq!(*first, at, "{xs:?} {ks:?} {how}: blocks in a row");
+                assert_eq!(
+                    f32_bits(block),
+                    f32_bits(&want[at..at + block.len()]),
+                    "{xs:?} {ks:?} {how}: block at {at}"
+                );
+                at += block.len();
+            }
+            assert_eq!(at, len, "{xs:?} {ks:?} {how}: blocks cover the output");
+        };
         let mut fresh = OutBuf::<f32>::fresh("conv2d", len).unwrap();
-        conv2d_buf(&x, xs, &k, ks, stride, padding, &mut fresh, epi);
+        conv2d_buf(&x, xs, &k, ks, stride, padding, &mut fresh, epi, observe);
         let got = fresh.into_vec();
+        check_observed("fresh");
         let mut reused = OutBuf::reused(vec![f32::NAN; len]);
-        conv2d_buf(&x, xs, &k, ks, stride, padding, &mut reused, epi);
+        conv2d_buf(&x, xs, &k, ks, stride, padding, &mut reused, epi, observe);
         let again = reused.into_vec();
+        check_observed("reused");
         assert_eq!(f32_bits(&got), f32_bits(&want), "{xs:?} {ks:?}: fresh");
         assert_eq!(f32_bits(&again), f32_bits(&want), "{xs:?} {ks:?}: reused");
     }

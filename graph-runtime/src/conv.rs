@@ -188,42 +188,15 @@ pub fn conv2d_with<T: GemmElement, E>(
 /// the gather kernel, goes through [`conv2d_into`]. Every element is initialised when it
 /// returns, and the epilogue sees each one once, after the kernel wrote it.
 ///
-/// Panics as [`conv2d_into`] does.
-#[allow(clippy::too_many_arguments)]
-pub fn conv2d_buf<T: GemmElement + Element, E>(
-    x: &[T],
-    x_shape: [usize; 4],
-    k: &[T],
-    k_shape: [usize; 4],
-    stride: usize,
-    padding: Padding,
-    out: &mut OutBuf<T>,
-    epilogue: E,
-) where
-    E: Fn(usize, &mut [T]) + Sync,
-{
-    conv2d_buf_observed(
-        x,
-        x_shape,
-        k,
-        k_shape,
-        stride,
-        padding,
-        out,
-        epilogue,
-        |_: usize, _: &[T]| {},
-    )
-}
-
-/// [`conv2d_buf`], then `observe(first_element, block)` on each finished parallel block of
-/// the output (after the epilogue, while the block is still in cache; `first_element` counts
-/// flat over the whole output). The blocks cover the output once; a fused all-axes
-/// reduction of the result records its partial sums there
-/// ([`crate::reduce_blocks::BlockLanes::record`]) instead of reading the result back from memory.
+/// Then `observe(first_element, block)` runs on each finished parallel block of the output
+/// (after the epilogue, while the block is still in cache; `first_element` counts flat over
+/// the whole output); the blocks cover the output once. A fused all-axes reduction of the
+/// result records its partial sums there ([`crate::reduce_blocks::BlockLanes::record`])
+/// instead of reading the result back from memory; other callers pass `|_, _| {}`.
 ///
 /// Panics as [`conv2d_into`] does.
 #[allow(clippy::too_many_arguments)]
-pub fn conv2d_buf_observed<T: GemmElement + Element, E, O>(
+pub fn conv2d_buf<T: GemmElement + Element, E, O>(
     x: &[T],
     x_shape: [usize; 4],
     k: &[T],

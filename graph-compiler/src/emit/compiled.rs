@@ -1707,7 +1707,7 @@ impl<'a> Emitter<'a> {
                     let written = self.alloc_written(
                         g.root,
                         quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
-                            ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi)
+                            ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, |_: usize, _: &[#et]| {})
                         }),
                     );
                     return quote! {
@@ -1727,7 +1727,7 @@ impl<'a> Emitter<'a> {
                 let written = self.alloc_written(
                     g.root,
                     quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
-                        ::grafo::__private::conv::conv2d_buf_observed(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, |__e0: usize, __done: &[#et]| #lanes.record(__e0, __done))
+                        ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, |__e0: usize, __done: &[#et]| #lanes.record(__e0, __done))
                     }),
                 );
                 quote! {
