@@ -179,7 +179,7 @@ pub fn conv2d_with<T: GemmElement, E>(
     E: Fn(usize, &mut [T]) + Sync,
 {
     let prepared = Prepared::new::<T>(x_shape, k_shape, stride, padding, algorithm);
-    prepared.run(x, k, out, &epilogue);
+    prepared.run(x, k, out, &epilogue, &|_: usize, _: &[T]| {});
 }
 
 /// [`conv2d_into`] into an output buffer that may be fresh memory ([`OutBuf`]): the gather
@@ -214,7 +214,7 @@ pub fn conv2d_buf<T: GemmElement + Element, E, O>(
     let cout = k_shape[3];
     let t = match &prepared.gather {
         Some(t) if !out.is_initialised() => t,
-        _ => return prepared.run_observed(x, k, out.initialise_mut(), &epilogue, &observe),
+        _ => return prepared.run(x, k, out.initialise_mut(), &epilogue, &observe),
     };
     prepared.check(x, k, out.len());
     let g = &prepared.g;
@@ -293,19 +293,9 @@ impl Prepared {
         }
     }
 
-    /// The whole convolution into the initialised `out`, in blocks (see [`conv2d_into`]).
+    /// The whole convolution into the initialised `out`, in blocks (see [`conv2d_into`]),
+    /// then `observe(first_element, block)` on each finished block (see [`conv2d_buf`]).
     fn run<T: GemmElement>(
-        &self,
-        x: &[T],
-        k: &[T],
-        out: &mut [T],
-        epilogue: &(impl Fn(usize, &mut [T]) + Sync),
-    ) {
-        self.run_observed(x, k, out, epilogue, &|_: usize, _: &[T]| {})
-    }
-
-    /// [`Prepared::run`], then `observe(first_element, block)` on each finished block.
-    fn run_observed<T: GemmElement>(
         &self,
         x: &[T],
         k: &[T],

@@ -33,6 +33,7 @@ pub enum Summand {
 }
 
 /// The lane sums of whole blocks and which blocks have them.
+#[derive(Default)]
 struct Storage {
     /// [`LANES`] f64 bit patterns per block.
     lanes: Vec<AtomicU64>,
@@ -55,7 +56,7 @@ const FREE_KEPT: usize = 8;
 pub struct BlockLanes {
     n: usize,
     summand: Summand,
-    storage: Option<Storage>,
+    storage: Storage,
 }
 
 impl BlockLanes {
@@ -88,7 +89,7 @@ impl BlockLanes {
         BlockLanes {
             n,
             summand,
-            storage: Some(storage),
+            storage,
         }
     }
 
@@ -96,9 +97,7 @@ impl BlockLanes {
     /// `first .. first + data.len()` of the reduced tensor in their final values. Runs may
     /// come in any order, from any thread, overlap, or leave gaps.
     pub fn record(&self, first: usize, data: &[f32]) {
-        let Some(storage) = &self.storage else {
-            return;
-        };
+        let storage = &self.storage;
         let end = first.saturating_add(data.len()).min(self.n);
         let (b0, b1) = (first.div_ceil(BLOCK), end / BLOCK);
         let store = |b: usize, lanes: &[f64; LANES]| {
@@ -128,62 +127,54 @@ impl BlockLanes {
     /// recorded blocks' lanes, the others read from `x`, in the order of the module doc.
     pub fn total(&self, x: &[f32]) -> f64 {
         let summand = self.summand;
-        match &self.storage {
-            Some(storage) if x.len() == self.n => {
-                let whole = x.len() / SEGMENT;
-                let blocks = whole * (SEGMENT / BLOCK);
-                if whole < 2
-                    || storage.recorded[..blocks]
-                        .iter()
-                        .any(|r| !r.load(Ordering::Acquire))
-                {
-                    // Blocks to read from memory: the segments in parallel.
-                    return segments(
-                        x.len(),
-                        |r| segment_total(summand, x, r, storage),
-                        |a, b| a + b,
-                    );
-                }
-                // Every whole segment's lanes are recorded: fold them here, several segments
-                // at once (each segment's total is a chain of additions), then fold the
-                // segments' totals in order as `segments` does.
-                let mut grand: Option<f64> = None;
-                let mut fold = |t: f64| grand = Some(grand.map_or(t, |g| g + t));
-                let mut s = 0;
-                while s < whole {
-                    let k = (whole - s).min(FOLD_SEGMENTS);
-                    for t in &fold_recorded(storage, s, k)[..k] {
-                        fold(*t);
-                    }
-                    s += k;
-                }
-                if whole * SEGMENT < x.len() {
-                    fold(segment_total(summand, x, whole * SEGMENT..x.len(), storage));
-                }
-                grand.unwrap_or(0.0)
+        // Lanes recorded for another length are not this tensor's: reduce it from memory.
+        let storage = (x.len() == self.n).then_some(&self.storage);
+        let whole = x.len() / SEGMENT;
+        let blocks = whole * (SEGMENT / BLOCK);
+        let Some(storage) = storage.filter(|s| {
+            whole >= 2
+                && s.recorded[..blocks]
+                    .iter()
+                    .all(|r| r.load(Ordering::Acquire))
+        }) else {
+            // Blocks to read from memory: the segments in parallel.
+            return segments(
+                x.len(),
+                |r| segment_total(summand, x, r, storage),
+                |a, b| a + b,
+            );
+        };
+        // Every whole segment's lanes are recorded: fold them here, several segments at once
+        // (each segment's total is a chain of additions), then fold the segments' totals in
+        // order as `segments` does.
+        let mut grand: Option<f64> = None;
+        let mut fold = |t: f64| grand = Some(grand.map_or(t, |g| g + t));
+        let mut s = 0;
+        while s < whole {
+            let k = (whole - s).min(FOLD_SEGMENTS);
+            for t in &fold_recorded(storage, s, k)[..k] {
+                fold(*t);
             }
-            // Not the tensor the lanes were made for: reduce it from memory.
-            _ => match summand {
-                Summand::Values => {
-                    segments(x.len(), |r| crate::reduce::sum_f32(&x[r]), |a, b| a + b)
-                }
-                Summand::Squares => segments(
-                    x.len(),
-                    |r| crate::reduce::sum_squares_f32(&x[r]),
-                    |a, b| a + b,
-                ),
-            },
+            s += k;
         }
+        if whole * SEGMENT < x.len() {
+            fold(segment_total(
+                summand,
+                x,
+                whole * SEGMENT..x.len(),
+                Some(storage),
+            ));
+        }
+        grand.unwrap_or(0.0)
     }
 }
 
 impl Drop for BlockLanes {
     fn drop(&mut self) {
-        if let Some(storage) = self.storage.take() {
-            let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
-            if free.len() < FREE_KEPT {
-                free.push(storage);
-            }
+        let storage = std::mem::take(&mut self.storage);
+        let mut free = FREE.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < FREE_KEPT {
+            free.push(storage);
         }
     }
 }
@@ -216,20 +207,27 @@ fn fold_recorded(storage: &Storage, first: usize, k: usize) -> [f64; FOLD_SEGMEN
     t
 }
 
-/// The total of the segment `r` of `x` (`r.start` a multiple of [`SEGMENT`]).
-fn segment_total(summand: Summand, x: &[f32], r: std::ops::Range<usize>, storage: &Storage) -> f64 {
+/// The total of the segment `r` of `x` (`r.start` a multiple of [`SEGMENT`]), with the lanes
+/// of the blocks `storage` has recorded (none without it).
+fn segment_total(
+    summand: Summand,
+    x: &[f32],
+    r: std::ops::Range<usize>,
+    storage: Option<&Storage>,
+) -> f64 {
     let mut total = 0.0f64;
     let mut s = r.start;
     while s + BLOCK <= r.end {
         let b = s / BLOCK;
-        let lanes = if storage.recorded[b].load(Ordering::Acquire) {
-            let mut l = [0.0f64; LANES];
-            for (v, slot) in l.iter_mut().zip(&storage.lanes[b * LANES..(b + 1) * LANES]) {
-                *v = f64::from_bits(slot.load(Ordering::Relaxed));
+        let lanes = match storage.filter(|st| st.recorded[b].load(Ordering::Acquire)) {
+            Some(st) => {
+                let mut l = [0.0f64; LANES];
+                for (v, slot) in l.iter_mut().zip(&st.lanes[b * LANES..(b + 1) * LANES]) {
+                    *v = f64::from_bits(slot.load(Ordering::Relaxed));
+                }
+                l
             }
-            l
-        } else {
-            block_lanes(summand, &x[s..s + BLOCK])
+            None => block_lanes(summand, &x[s..s + BLOCK]),
         };
         for lane in lanes {
             total += lane;

@@ -1703,36 +1703,33 @@ impl<'a> Emitter<'a> {
                 }
                 // The conv2d kernel stores every element of its output once: a fresh result
                 // is not zeroed first.
-                let Some(r) = g.records_for else {
-                    let written = self.alloc_written(
-                        g.root,
-                        quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
-                            ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, |_: usize, _: &[#et]| {})
-                        }),
-                    );
-                    return quote! {
-                        #pre
-                        #written
-                    };
+                // A reduction of the result records its partial sums block by block while
+                // each block of the output is in cache.
+                let (lanes_decl, observe) = match g.records_for {
+                    Some(r) => {
+                        let rroot = self.plan.groups[r].root;
+                        let lanes = lanes_ident(rroot);
+                        let summand = match self.node(rroot).op {
+                            Op::Norm => quote!(Squares),
+                            _ => quote!(Values),
+                        };
+                        let len = len_expr(&root.shape);
+                        (
+                            quote!(let #lanes = ::grafo::__private::reduce_blocks::BlockLanes::new(#len, ::grafo::__private::reduce_blocks::Summand::#summand);),
+                            quote!(|__e0: usize, __done: &[#et]| #lanes.record(__e0, __done)),
+                        )
+                    }
+                    None => (TokenStream::new(), quote!(|_: usize, _: &[#et]| {})),
                 };
-                // A reduction of the result: its partial sums are recorded block by block
-                // while each block of the output is in cache.
-                let rroot = self.plan.groups[r].root;
-                let lanes = lanes_ident(rroot);
-                let summand = match self.node(rroot).op {
-                    Op::Norm => quote!(Squares),
-                    _ => quote!(Values),
-                };
-                let len = len_expr(&root.shape);
                 let written = self.alloc_written(
                     g.root,
                     quote!(|__out: &mut ::grafo::__private::compiled::OutBuf<#et>| {
-                        ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, |__e0: usize, __done: &[#et]| #lanes.record(__e0, __done))
+                        ::grafo::__private::conv::conv2d_buf(#sa, #xs, #sb, #ks, #stride, #pad, __out, #call_epi, #observe)
                     }),
                 );
                 quote! {
                     #pre
-                    let #lanes = ::grafo::__private::reduce_blocks::BlockLanes::new(#len, ::grafo::__private::reduce_blocks::Summand::#summand);
+                    #lanes_decl
                     #written
                 }
             }
