@@ -128,6 +128,8 @@ fn matmul_epilogue_runs_once_per_element_with_its_position() {
         (2, 150, 40, 60),
         (1, 40, 100, 200),
         (2, 9, 0, 5),
+        // Deep, with a `b` too large to pre-pack: blocks of LARGE_B_MIN_ROWS, a short last one.
+        (1, 1100, 260, 520),
     ] {
         let a: Vec<f64> = rng.values(batch * m * k);
         let b: Vec<f64> = rng.values(batch * k * n);
@@ -165,6 +167,24 @@ fn matmul_epilogue_runs_once_per_element_with_its_position() {
     }
 }
 
+/// An f32 product on the plan for deep products with a large `b` (blocks of
+/// `LARGE_B_MIN_ROWS` rows, each packing all of `b`), on the wide AVX-512 tiles where present.
+#[test]
+fn deep_product_with_a_large_b_matches_naive() {
+    let mut rng = Rng::new(7);
+    let (m, k, n) = (1100, 260, 1030);
+    let a: Vec<f32> = rng.values(m * k);
+    let b: Vec<f32> = rng.values(k * n);
+    let mut out = vec![f32::NAN; m * n];
+    matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue);
+    assert_close(
+        &out,
+        &naive_matmul(&a, &b, m, k, n),
+        k as f64,
+        "1100x260x1030",
+    );
+}
+
 #[test]
 fn block_plans_cover_the_output() {
     use graph_runtime::matmul::block_plan;
@@ -189,9 +209,18 @@ fn block_plans_cover_the_output() {
         assert!(block_plan::<f32>(1024, 1024, 1024, 1).cols >= 1024);
         assert!(block_plan::<f32>(40, 100, 200, 1).cols < 200);
         assert!(block_plan::<f32>(256, 784, 512, 1).rows < 256);
+        // A deep product with a large `b` gets blocks of LARGE_B_MIN_ROWS rather than 16
+        // blocks of 128 rows (each block packs all of `b`).
+        let plan = block_plan::<f32>(2048, 2048, 2048, 1);
+        assert!(
+            plan.rows >= graph_runtime::matmul::LARGE_B_MIN_ROWS
+                && 2048usize.div_ceil(plan.rows) == 4
+                && plan.cols >= 2048,
+            "{plan:?}"
+        );
     });
-    // On one, blocks hold up to 2^18 output elements (give or take the row alignment) and
-    // are never split into panels.
+    // On one, blocks hold up to 2^18 output elements (give or take the row alignment) unless
+    // the product is deep with a large `b`, and are never split into panels.
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
@@ -200,9 +229,16 @@ fn block_plans_cover_the_output() {
         assert_eq!(block_plan::<f32>(256, 784, 512, 1).rows, 256);
         let plan = block_plan::<f32>(40, 100, 200, 1);
         assert!(plan.rows == 40 && plan.cols >= 200, "{plan:?}");
-        let plan = block_plan::<f32>(1024, 1024, 1024, 1);
+        let plan = block_plan::<f32>(1024, 128, 1024, 1);
         assert!(
             1024usize.div_ceil(plan.rows) == 4 && plan.cols >= 1024,
+            "{plan:?}"
+        );
+        let plan = block_plan::<f32>(1024, 1024, 1024, 1);
+        assert!(
+            plan.rows >= graph_runtime::matmul::LARGE_B_MIN_ROWS
+                && 1024usize.div_ceil(plan.rows) == 2
+                && plan.cols >= 1024,
             "{plan:?}"
         );
     });

@@ -72,6 +72,20 @@ pub fn gemm_row_align<T: 'static>() -> usize {
 /// copy; and each packed micro-panel of `b` serves `MIN_BLOCK_ROWS / MR` micro-kernel calls.
 pub const MIN_BLOCK_ROWS: usize = 60;
 
+/// A product whose `b` is too large to pre-pack ([`PREPACK_MAX_BYTES`]) and whose shared
+/// dimension is at least [`DEEP_K`] gets row blocks at least this tall (when that still leaves
+/// one a thread): each block packs all of `b` again, and the 1 MiB output cap of
+/// [`BLOCK_ELEMENTS`] would cut sgemm 2048 into 16 blocks of 128 rows that re-read 16 MiB
+/// each. On a Zen 4 with AVX-512 (2026-12-04, criterion, alternated x3): sgemm 2048 on 2
+/// threads 103–111 ms with blocks of 128 rows, 86–89 ms with 512 (the `gemm` crate 89 ms);
+/// on one thread 197–201 ms against 171–173; sgemm 1024 within the noise (11.2 ms either way).
+pub const LARGE_B_MIN_ROWS: usize = 512;
+
+/// The shared dimension from which [`LARGE_B_MIN_ROWS`] applies: every output element then
+/// carries at least this many multiply-adds, so an epilogue that reads its block back from L3
+/// rather than L2 costs next to nothing.
+pub const DEEP_K: usize = 256;
+
 /// When row blocks alone are too few to keep every thread busy, each is also split into
 /// column panels of at least this many columns (a multiple of [`col_align`]).
 pub const MIN_PANEL_COLS: usize = 64;
@@ -717,6 +731,17 @@ pub fn block_plan<T: 'static>(m: usize, k: usize, n: usize, batch: usize) -> Blo
         .div_ceil(per_batch)
         .max(MIN_BLOCK_ROWS)
         .max(MIN_BLOCK_MACS.div_ceil(per_row));
+    // A large `b` is packed whole by every block: deep products take taller blocks, as
+    // many as still give each thread one.
+    let packed_per_block = per_row.saturating_mul(std::mem::size_of::<T>()) > PREPACK_MAX_BYTES;
+    let deep_rows = if packed_per_block && k >= DEEP_K {
+        LARGE_B_MIN_ROWS.min(m.div_ceil(threads))
+    } else {
+        0
+    };
+    // Those blocks are at least one a thread, so they need no column panels.
+    let per_batch = if deep_rows > rows { 1 } else { per_batch };
+    let rows = rows.max(deep_rows);
     let align = gemm_row_align::<T>();
     let rows = (rows.div_ceil(align) * align).min(m.max(1));
     // Column panels make up for missing row blocks (only whole multiples of them: one row
