@@ -58,17 +58,22 @@ const MATMUL_SHAPES: &[(usize, usize, usize)] = &[
 fn check_matmul<T: GemmElement>(seed: u64) {
     let mut rng = Rng::new(seed);
     for &(m, k, n) in MATMUL_SHAPES {
-        let a: Vec<T> = rng.values(m * k);
-        let b: Vec<T> = rng.values(k * n);
-        let mut out = vec![T::ONE; m * n];
-        matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue);
-        assert_close(
-            &out,
-            &naive_matmul(&a, &b, m, k, n),
-            k as f64,
-            &format!("{m}x{k}x{n}"),
-        );
+        check_matmul_shape::<T>(&mut rng, m, k, n);
     }
+}
+
+/// One random `m x k x n` product of `T` into a buffer of stale values, against the naive one.
+fn check_matmul_shape<T: GemmElement>(rng: &mut Rng, m: usize, k: usize, n: usize) {
+    let a: Vec<T> = rng.values(m * k);
+    let b: Vec<T> = rng.values(k * n);
+    let mut out = vec![T::ONE; m * n];
+    matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue);
+    assert_close(
+        &out,
+        &naive_matmul(&a, &b, m, k, n),
+        k as f64,
+        &format!("{m}x{k}x{n}"),
+    );
 }
 
 #[test]
@@ -171,23 +176,22 @@ fn matmul_epilogue_runs_once_per_element_with_its_position() {
 /// `LARGE_B_MIN_ROWS` rows, each packing all of `b`), on the wide AVX-512 tiles where present.
 #[test]
 fn deep_product_with_a_large_b_matches_naive() {
-    let mut rng = Rng::new(7);
-    let (m, k, n) = (1100, 260, 1030);
-    let a: Vec<f32> = rng.values(m * k);
-    let b: Vec<f32> = rng.values(k * n);
-    let mut out = vec![f32::NAN; m * n];
-    matmul_into(&a, &b, &mut out, MatmulDims::single(m, k, n), no_epilogue);
-    assert_close(
-        &out,
-        &naive_matmul(&a, &b, m, k, n),
-        k as f64,
-        "1100x260x1030",
-    );
+    check_matmul_shape::<f32>(&mut Rng::new(7), 1100, 260, 1030);
 }
 
 #[test]
 fn block_plans_cover_the_output() {
-    use graph_runtime::matmul::block_plan;
+    use graph_runtime::matmul::{block_plan, LARGE_B_MIN_ROWS};
+    // sgemm `size` is cut into `blocks` row blocks of at least LARGE_B_MIN_ROWS, no panels.
+    let assert_deep_plan = |size: usize, blocks: usize| {
+        let plan = block_plan::<f32>(size, size, size, 1);
+        assert!(
+            plan.rows >= LARGE_B_MIN_ROWS
+                && size.div_ceil(plan.rows) == blocks
+                && plan.cols >= size,
+            "sgemm {size}: {plan:?}"
+        );
+    };
     for &(m, k, n, batch) in &[
         (1024, 1024, 1024, 1),
         (256, 784, 512, 1),
@@ -211,13 +215,7 @@ fn block_plans_cover_the_output() {
         assert!(block_plan::<f32>(256, 784, 512, 1).rows < 256);
         // A deep product with a large `b` gets blocks of LARGE_B_MIN_ROWS rather than 16
         // blocks of 128 rows (each block packs all of `b`).
-        let plan = block_plan::<f32>(2048, 2048, 2048, 1);
-        assert!(
-            plan.rows >= graph_runtime::matmul::LARGE_B_MIN_ROWS
-                && 2048usize.div_ceil(plan.rows) == 4
-                && plan.cols >= 2048,
-            "{plan:?}"
-        );
+        assert_deep_plan(2048, 4);
     });
     // On one, blocks hold up to 2^18 output elements (give or take the row alignment) unless
     // the product is deep with a large `b`, and are never split into panels.
@@ -234,13 +232,7 @@ fn block_plans_cover_the_output() {
             1024usize.div_ceil(plan.rows) == 4 && plan.cols >= 1024,
             "{plan:?}"
         );
-        let plan = block_plan::<f32>(1024, 1024, 1024, 1);
-        assert!(
-            plan.rows >= graph_runtime::matmul::LARGE_B_MIN_ROWS
-                && 1024usize.div_ceil(plan.rows) == 2
-                && plan.cols >= 1024,
-            "{plan:?}"
-        );
+        assert_deep_plan(1024, 2);
     });
 }
 
