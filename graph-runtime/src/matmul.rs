@@ -56,6 +56,13 @@ pub fn row_align() -> usize {
 /// own thread's L2 (see [`matmul_into`]).
 pub const PREPACK_MAX_BYTES: usize = 1 << 20;
 
+/// Whether a `k x n` right operand of `T` is small enough to pre-pack once for every row
+/// block ([`PREPACK_MAX_BYTES`]); a larger one is packed by each block.
+#[inline]
+fn prepackable<T>(k: usize, n: usize) -> bool {
+    k.saturating_mul(n).saturating_mul(std::mem::size_of::<T>()) <= PREPACK_MAX_BYTES
+}
+
 /// The row count of the GEMM micro-kernel for `T` on this CPU: the wide 6-row AVX-512
 /// tile for `f32`, else [`row_align`]'s.
 #[inline]
@@ -733,8 +740,7 @@ pub fn block_plan<T: 'static>(m: usize, k: usize, n: usize, batch: usize) -> Blo
         .max(MIN_BLOCK_MACS.div_ceil(per_row));
     // A large `b` is packed whole by every block: deep products take taller blocks, as
     // many as still give each thread one.
-    let packed_per_block = per_row.saturating_mul(std::mem::size_of::<T>()) > PREPACK_MAX_BYTES;
-    let deep_rows = if packed_per_block && k >= DEEP_K {
+    let deep_rows = if !prepackable::<T>(k, n) && k >= DEEP_K {
         LARGE_B_MIN_ROWS.min(m.div_ceil(threads))
     } else {
         0
@@ -875,7 +881,7 @@ pub fn matmul_into<T: GemmElement, E>(
     // once: cheaper than reading a packed copy back from L3 (Xeon with AVX-512, 2 threads:
     // sgemm 1024 7.05 -> 6.59 ms, 2048 60.1 -> 55.8 ms).
     let shared_b = batch == 1 || dims.b_batch_stride == 0;
-    let small_b = k.saturating_mul(n).saturating_mul(std::mem::size_of::<T>()) <= PREPACK_MAX_BYTES;
+    let small_b = prepackable::<T>(k, n);
     if shared_b && batch * m.div_ceil(rows) > 2 && (small_b || batch > 1) {
         T::with_prepacked_b(k, n, b_of(0), |pb| {
             parallel_blocks(out, dims, plan, pb, &a_of, &b_of, &epilogue)
