@@ -937,6 +937,11 @@ pub enum SelOp {
         start: Scalar,
         delta: Scalar,
     },
+    /// `constant([[1.0, 2.0], [3.0, 4.0]])`: the node's elements in row-major order, each
+    /// already of its dtype.
+    Values {
+        values: Vec<Scalar>,
+    },
 }
 
 impl SelOp {
@@ -950,6 +955,7 @@ impl SelOp {
             SelOp::ArgReduce { min: false, .. } => "argmax",
             SelOp::ArgReduce { min: true, .. } => "argmin",
             SelOp::Range { .. } => "range",
+            SelOp::Values { .. } => "constant",
         }
     }
 }

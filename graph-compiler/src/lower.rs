@@ -8,7 +8,8 @@
 //! This file is the driver: the `Lowerer` state, blocks, `let` and bindings, expressions,
 //! and the dispatch of a call through its row of the op table (`ops.rs`), which checks the
 //! arguments before the family's lowering runs. The families live in `lower/`:
-//! `elementwise.rs` (literals, operators, creation, unary/select/cast), `activations.rs`
+//! `elementwise.rs` (literals, operators, creation, unary/select/cast), `constant.rs` (scalar
+//! and array constants), `activations.rs`
 //! (gelu, leaky_relu and the composite normalisations), `reduce.rs`, `linalg.rs`, `nn.rs`
 //! (convolution, pooling, bias_add, softmax), `selection.rs`, `checks.rs` (`assert_*`),
 //! `control.rs` (`if` and `for`) and `inline.rs` (calls of other graph functions).
@@ -27,6 +28,7 @@ use syn::{Expr, Lit, Pat, Stmt, UnOp};
 
 mod activations;
 mod checks;
+mod constant;
 mod control;
 mod elementwise;
 mod inline;

@@ -427,16 +427,19 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "constant",
         family: Family::Create,
-        args: &[req("v", Kind::Scalar)],
+        args: &[
+            req("v", Kind::Scalar).note("a literal or `const`, or nested array literals of them (`[[1.0, 2.0], [3.0, 4.0]]`, `[0.5; 4]`)"),
+            opt("shape", Kind::Dims).note("TF's `shape`: fills it with a scalar `v`, or reshapes an array of as many values"),
+        ],
         type_param: TypeParam::Optional,
         alias: None,
         lowering: Lowering::Constant,
         eager: Eager::Literal,
         dtypes: ANY,
-        shape: "[] (a scalar)",
-        doc: "A scalar constant: a literal, i32 or f32 unless suffixed or turbofished.",
+        shape: "[] for a scalar; an array literal's nesting (`[[1, 2, 3], [4, 5, 6]]` is [2, 3]); `shape` when given",
+        doc: "A constant: a scalar or nested array literals, as `tf.constant`. The dtype is the turbofish's, else that of the suffixed or bool elements (which must agree), else f32 when any element is a float literal, else i32.",
         tf: "tf.constant",
-        example: "let c = constant(2.0);",
+        example: "let w = constant([[1.0, 0.0], [0.0, -1.0]]);",
     },
     OpRow {
         name: "zeros",

@@ -680,6 +680,11 @@ pub fn range_into<T: RangeElement>(start: T, delta: T, out: &mut [T]) {
     });
 }
 
+/// `constant`'s array form: its literal values (as many as `out` holds) copied into `out`.
+pub fn values_into<T: Copy>(values: &[T], out: &mut [T]) {
+    out.copy_from_slice(values);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,24 +337,11 @@ impl Lowerer<'_> {
 }
 
 impl Lowerer<'_> {
-    /// `constant(v)`, `zeros([dims])`, `ones([dims])`, `fill([dims], v)`.
+    /// `zeros([dims])`, `ones([dims])`, `fill([dims], v)`; `constant` is `constant.rs`'s.
     pub(super) fn lower_creation(&mut self, lowering: Lowering, call: &Call) -> NodeId {
         let (args, span) = (call.args, call.span);
         if lowering == Lowering::Constant {
-            let v = self.operand(args[0]);
-            if !matches!(self.graph.node(v).op, Op::Const { .. }) {
-                self.diag.error(
-                    args[0].span(),
-                    "`constant` takes a scalar literal; a parameter is already a tensor",
-                );
-                return self.poisoned(span);
-            }
-            let v = match call.dtype {
-                Some(dt) => self.resolve_weak_to(v, dt, span),
-                None => self.concrete(v),
-            };
-            self.graph.node_mut(v).span = span;
-            return v;
+            return self.lower_constant(call);
         }
         let Some(dims) = self.dim_list(args[0], false) else {
             return self.poisoned(span);

@@ -1507,5 +1507,24 @@ pub fn attrs(op: &SelOp) -> Vec<(String, String)> {
             ("start".into(), start.to_string()),
             ("delta".into(), delta.to_string()),
         ],
+        SelOp::Values { values } => vec![("value".into(), values_text(values))],
     }
 }
+
+/// An array constant's values for `graph()`: all of them up to [`SHOWN_VALUES`], else the
+/// first ones and the count.
+fn values_text(values: &[Scalar]) -> String {
+    let shown: Vec<String> = values
+        .iter()
+        .take(SHOWN_VALUES)
+        .map(|v| v.to_string())
+        .collect();
+    if values.len() > SHOWN_VALUES {
+        format!("[{}, ...] ({} values)", shown.join(", "), values.len())
+    } else {
+        format!("[{}]", shown.join(", "))
+    }
+}
+
+/// How many values of an array constant `graph()` lists.
+const SHOWN_VALUES: usize = 16;

@@ -35,16 +35,24 @@ pub fn run(graph: &mut Graph) {
 /// in f64, but they are different constants), everything else by `==`.
 fn same_op(a: &Op, b: &Op) -> bool {
     match (a, b) {
+        (Op::Const { value: x, weak: wx }, Op::Const { value: y, weak: wy }) => {
+            same_scalar(x, y) && wx == wy
+        }
+        (Op::Sel(SelOp::Values { values: x }), Op::Sel(SelOp::Values { values: y })) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_scalar(x, y))
+        }
         (
-            Op::Const {
-                value: Scalar::Float(x),
-                weak: wx,
-            },
-            Op::Const {
-                value: Scalar::Float(y),
-                weak: wy,
-            },
-        ) => x.to_bits() == y.to_bits() && wx == wy,
+            Op::Sel(SelOp::Range { start: s, delta: d }),
+            Op::Sel(SelOp::Range { start: t, delta: e }),
+        ) => same_scalar(s, t) && same_scalar(d, e),
+        _ => a == b,
+    }
+}
+
+/// Two scalars of the same bits (floats compared as bit patterns).
+fn same_scalar(a: &Scalar, b: &Scalar) -> bool {
+    match (a, b) {
+        (Scalar::Float(x), Scalar::Float(y)) => x.to_bits() == y.to_bits(),
         _ => a == b,
     }
 }

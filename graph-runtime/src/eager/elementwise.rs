@@ -377,6 +377,22 @@ pub fn constant<T: Element>(v: T) -> ArrayD<T> {
     ArrayD::from_elem(IxDyn(&[]), v)
 }
 
+/// An array of `shape` holding `values` in row-major order (`constant([[1.0, 2.0], [3.0,
+/// 4.0]])`); a count of values that is not the shape's is an error.
+pub fn constant_array<T: Element>(shape: &[usize], values: &[T]) -> Result<ArrayD<T>, Error> {
+    let len = buffer::element_count::<T>("constant", shape)?;
+    if len != values.len() {
+        return Err(Error::invalid(
+            "constant",
+            format!(
+                "{} values do not fill the shape {shape:?} of {len} elements",
+                values.len()
+            ),
+        ));
+    }
+    Ok(from_vec(shape, values.to_vec()))
+}
+
 /// Whether `pred` holds for every element (in parallel for large inputs).
 fn all<T: Element>(x: &ArrayViewD<'_, T>, pred: impl Fn(T) -> bool + Sync) -> bool {
     let sx = standard(x);

@@ -107,6 +107,10 @@ impl Emitter<'_> {
                 let (s, d) = (literal(*start, n.dtype), literal(*delta, n.dtype));
                 quote!(#sel::range_into(#s, #d, #out);)
             }
+            SelOp::Values { values } => {
+                let vals = values.iter().map(|&x| literal(x, n.dtype));
+                quote!(#sel::values_into(&[#(#vals),*], #out);)
+            }
         }
     }
 

@@ -75,5 +75,12 @@ pub fn value(n: &Node, ins: &[Ident]) -> TokenStream {
             let len = crate::emit::dim_expr(&n.shape[0]);
             quote!(#ev::range_n::<#et>(#s, #d, #len)?)
         }
+        SelOp::Values { values } => {
+            let vals = values
+                .iter()
+                .map(|&x| crate::emit::compiled::literal(x, n.dtype));
+            let sh = shape_expr(&n.shape);
+            quote!(#ev::constant_array::<#et>(&#sh, &[#(#vals),*])?)
+        }
     }
 }
