@@ -247,3 +247,58 @@ fn nested_tuple_results() {
         );
     }
 }
+
+/// A module's literal `const` items, seen by every function of the `#[graph] mod` (and by
+/// an inlined callee) as if declared in its body: a `for` bound, an operand, an axis.
+#[graph]
+mod with_consts {
+    const STEPS: usize = 3;
+    const HALF: f32 = 0.5;
+    const LAST: i32 = -1;
+
+    pub fn halve_steps(x: Tensor<f32, N>) -> Tensor<f32, N> {
+        let mut y = x;
+        for _ in 0..STEPS {
+            y = y * HALF;
+        }
+        y
+    }
+
+    pub fn row_sums_of_halved(x: Tensor<f32, R, C>) -> Tensor<f32, R> {
+        reduce_sum(reshape(halve_steps(reshape(x, [R * C])), [R, C]), LAST)
+    }
+
+    pub fn shadowed(x: Tensor<f32, N>) -> Tensor<f32, N> {
+        const HALF: f32 = 2.0;
+        x * HALF
+    }
+}
+
+#[test]
+fn module_consts_are_seen_by_every_function_and_callee() {
+    for n in [0usize, 1, 7, 1023] {
+        let x = Array1::from_shape_fn(n, |i| i as f32 - 3.5);
+        let want = x.mapv(|v| v * 0.5 * 0.5 * 0.5);
+        for got in [
+            with_consts::halve_steps(&x).unwrap(),
+            with_consts::halve_steps::eager(&x).unwrap(),
+        ] {
+            assert_eq!(got, want, "n = {n}");
+        }
+        assert_eq!(with_consts::shadowed(&x).unwrap(), x.mapv(|v| v * 2.0));
+        let m = Array2::from_shape_fn((n, 3), |(i, j)| (i * 3 + j) as f32);
+        let sums: Array1<f32> = (0..n)
+            .map(|i| {
+                (0..3)
+                    .map(|j| m[[i, j]] * 0.5 * 0.5 * 0.5)
+                    .fold(0.0f64, |s, v| s + v as f64) as f32
+            })
+            .collect();
+        for got in [
+            with_consts::row_sums_of_halved(&m).unwrap(),
+            with_consts::row_sums_of_halved::eager(&m).unwrap(),
+        ] {
+            assert_eq!(got, sums, "n = {n}");
+        }
+    }
+}

@@ -43,7 +43,9 @@ fn expand_on_this_stack(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[graph] mod NAME { ... }`: every `fn` of the module becomes a graph function; a call
 /// of one from another is inlined with the callee's symbols bound from the arguments. The
-/// module's other items (`use`, `const`, plain items) are kept as they are.
+/// module's `const` items with literal values are visible in every function's body (as if
+/// declared there); its other items (`use`, plain items) are kept as they are, and so are
+/// the `const`s themselves.
 fn expand_mod(attr: TokenStream, module: syn::ItemMod) -> TokenStream {
     let Some((_, items)) = &module.content else {
         return syn::Error::new_spanned(
@@ -69,9 +71,20 @@ fn expand_mod(attr: TokenStream, module: syn::ItemMod) -> TokenStream {
             _ => None,
         })
         .collect();
-    let callees = lower::Callees::new(fns);
+    let consts = items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Const(c) => Some((c.ident.to_string(), lower::const_literal(c)?)),
+            _ => None,
+        })
+        .collect();
+    let callees = lower::Callees::new(fns).with_consts(consts);
     let expanded = items.iter().map(|item| match item {
         syn::Item::Fn(f) => expand_fn(attr.clone(), f.clone(), &callees),
+        // The graphs read a literal `const` by value, so rustc would call it unused.
+        syn::Item::Const(c) if lower::const_literal(c).is_some() => {
+            quote!(#[allow(dead_code)] #c)
+        }
         other => quote!(#other),
     });
     let (attrs, vis, ident) = (&module.attrs, &module.vis, &module.ident);

@@ -105,7 +105,7 @@ pub fn lower(
         region: Region::Main,
         effects: Vec::new(),
         symbols: Vec::new(),
-        consts: HashMap::new(),
+        consts: callees.consts().clone(),
         operator: None,
         callees,
         dim_subst: HashMap::new(),
@@ -286,6 +286,35 @@ fn static_bytes(shape: &[Dim], dtype: DType) -> Option<u64> {
         }
     }
     (bytes <= isize::MAX as u64).then_some(bytes)
+}
+
+/// The value of `const NAME: T = literal;` (a number, possibly negated, or a bool), or
+/// `None` when its value is not a literal.
+pub fn const_literal(c: &syn::ItemConst) -> Option<Scalar> {
+    let (lit, negative) = match unwrapped(&c.expr) {
+        Expr::Lit(l) => (&l.lit, false),
+        Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match unwrapped(&u.expr) {
+            Expr::Lit(l) => (&l.lit, true),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    match lit {
+        Lit::Int(i) => i
+            .base10_parse::<u64>()
+            .ok()
+            .map(i128::from)
+            .map(|m| if negative { -m } else { m })
+            .and_then(|v| i64::try_from(v).ok())
+            .map(Scalar::Int),
+        Lit::Float(f) => f
+            .base10_parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .map(|v| Scalar::Float(if negative { -v } else { v })),
+        Lit::Bool(b) if !negative => Some(Scalar::Bool(b.value)),
+        _ => None,
+    }
 }
 
 impl Lowerer<'_> {
@@ -600,35 +629,9 @@ impl Lowerer<'_> {
 
     fn lower_item(&mut self, item: &syn::Item) {
         if let syn::Item::Const(c) = item {
-            let (lit, negative) = match unwrapped(&c.expr) {
-                Expr::Lit(l) => (Some(&l.lit), false),
-                Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match unwrapped(&u.expr) {
-                    Expr::Lit(l) => (Some(&l.lit), true),
-                    _ => (None, false),
-                },
-                _ => (None, false),
-            };
-            if let Some(lit) = lit {
-                let v = match lit {
-                    Lit::Int(i) => i
-                        .base10_parse::<u64>()
-                        .ok()
-                        .map(i128::from)
-                        .map(|m| if negative { -m } else { m })
-                        .and_then(|v| i64::try_from(v).ok())
-                        .map(Scalar::Int),
-                    Lit::Float(f) => f
-                        .base10_parse::<f64>()
-                        .ok()
-                        .filter(|v| v.is_finite())
-                        .map(|v| Scalar::Float(if negative { -v } else { v })),
-                    Lit::Bool(b) if !negative => Some(Scalar::Bool(b.value)),
-                    _ => None,
-                };
-                if let Some(v) = v {
-                    self.consts.insert(c.ident.to_string(), v);
-                    return;
-                }
+            if let Some(v) = const_literal(c) {
+                self.consts.insert(c.ident.to_string(), v);
+                return;
             }
             self.diag.error(
                 c.expr.span(),

@@ -33,6 +33,9 @@ pub struct Callees {
     fns: HashMap<String, Callee>,
     /// The functions that reach themselves through calls, with the cycle for the message.
     recursive: HashMap<String, Vec<String>>,
+    /// The module's `const NAME: T = literal;` items, seen by every function's body as if
+    /// declared in it (`for` bounds, axes, operands).
+    consts: HashMap<String, Scalar>,
 }
 
 impl Callees {
@@ -56,7 +59,21 @@ impl Callees {
                 recursive.insert(name.clone(), cycle);
             }
         }
-        Callees { fns, recursive }
+        Callees {
+            fns,
+            recursive,
+            consts: HashMap::new(),
+        }
+    }
+
+    /// The same table, with the module's literal `const` items.
+    pub fn with_consts(self, consts: HashMap<String, Scalar>) -> Callees {
+        Callees { consts, ..self }
+    }
+
+    /// The module's literal `const` items.
+    pub fn consts(&self) -> &HashMap<String, Scalar> {
+        &self.consts
     }
 
     pub fn callee(&self, name: &str) -> Option<&Callee> {
@@ -355,7 +372,7 @@ impl<'a> Lowerer<'a> {
         // Lower the callee's body in its own environment.
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
         let saved_arms = std::mem::take(&mut self.arms);
-        let saved_consts = std::mem::take(&mut self.consts);
+        let saved_consts = std::mem::replace(&mut self.consts, self.callees.consts().clone());
         let saved_symbols = std::mem::replace(&mut self.symbols, symbols);
         let saved_subst = std::mem::replace(&mut self.dim_subst, subst);
         for (n, v) in bindings {
