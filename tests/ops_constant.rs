@@ -238,3 +238,18 @@ fn the_graph_describes_an_array_constant() {
     assert_eq!(value, Some("[1.0, 2.0, 3.0, 4.0, 5.0, 6.5]"));
     assert!(g.to_dot().contains("constant"));
 }
+
+/// Two `range`s that differ only in the sign of a zero start are two nodes after common
+/// subexpression elimination, as two such constants are.
+#[graph]
+fn signed_zero_ranges() -> (Tensor<f32, 3>, Tensor<f32, 3>) {
+    (range(0.0, 3.0, 1.0), range(-0.0, 3.0, 1.0))
+}
+
+#[test]
+fn ranges_keep_the_sign_of_a_zero_start() {
+    for (how, (plus, minus)) in runs_ok!(signed_zero_ranges()) {
+        same_bits(how, &plus, &arr1(&[0.0f32, 1.0, 2.0]));
+        same_bits(how, &minus, &arr1(&[-0.0f32, 1.0, 2.0]));
+    }
+}

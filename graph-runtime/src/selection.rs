@@ -629,8 +629,14 @@ macro_rules! range_int {
 macro_rules! range_float {
     ($t:ty) => {
         impl RangeElement for $t {
+            // Element 0 is `start` itself, as TF and NumPy give it: `-0.0 + 0.0 * delta`
+            // would lose the sign of a zero start (and be NaN for an infinite delta).
             fn nth(start: $t, delta: $t, i: usize) -> $t {
-                start + (i as $t) * delta
+                if i == 0 {
+                    start
+                } else {
+                    start + (i as $t) * delta
+                }
             }
             fn count(start: $t, limit: $t, delta: $t) -> Result<usize, String> {
                 range_count(start as f64, limit as f64, delta as f64, |s, l, d| {
