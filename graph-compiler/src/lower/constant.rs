@@ -10,10 +10,12 @@ use syn::Expr;
 /// such as `[0.0; 1000000000]` must not make the macro build a billion tokens.
 const MAX_VALUES: u64 = 1 << 16;
 
-/// `[2, 3]`, for messages.
-fn shape_text(shape: &[u64]) -> String {
-    let parts: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    format!("[{}]", parts.join(", "))
+/// The element count of a shape whose dims are all static, else `None`.
+fn static_count(shape: &[Dim]) -> Option<u64> {
+    shape.iter().try_fold(1u64, |n, d| match d {
+        Dim::Const(k) => n.checked_mul(*k),
+        _ => None,
+    })
 }
 
 impl Lowerer<'_> {
@@ -127,7 +129,6 @@ impl Lowerer<'_> {
         if !constant {
             return self.poisoned(span);
         }
-        let shape = shape.into_iter().map(Dim::Const).collect();
         self.push(Op::Sel(SelOp::Values { values }), vec![], dt, shape, span)
     }
 
@@ -163,10 +164,10 @@ impl Lowerer<'_> {
 
     /// The shape of nested array literals, their leaves pushed in row-major order; `None`
     /// after reporting a list whose elements differ in shape.
-    fn nested_shape<'e>(&mut self, e: &'e Expr, leaves: &mut Vec<&'e Expr>) -> Option<Vec<u64>> {
+    fn nested_shape<'e>(&mut self, e: &'e Expr, leaves: &mut Vec<&'e Expr>) -> Option<Shape> {
         match unwrapped(e) {
             Expr::Array(a) => {
-                let mut inner: Option<Vec<u64>> = None;
+                let mut inner: Option<Shape> = None;
                 for el in &a.elems {
                     let s = self.nested_shape(el, leaves)?;
                     match &inner {
@@ -174,14 +175,14 @@ impl Lowerer<'_> {
                         Some(first) if *first != s => {
                             self.diag.error(
                                 el.span(),
-                                format!("this element has shape {} but the first one of its list has shape {}: the lists of an array `constant` nest like a tensor's rows, each of one length", shape_text(&s), shape_text(first)),
+                                format!("this element has shape {} but the first one of its list has shape {}: the lists of an array `constant` nest like a tensor's rows, each of one length", shape_str(&s), shape_str(first)),
                             );
                             return None;
                         }
                         Some(_) => {}
                     }
                 }
-                let mut shape = vec![a.elems.len() as u64];
+                let mut shape = vec![Dim::Const(a.elems.len() as u64)];
                 shape.extend(inner.unwrap_or_default());
                 Some(shape)
             }
@@ -210,7 +211,7 @@ impl Lowerer<'_> {
                 for _ in 0..count {
                     leaves.extend_from_slice(&one);
                 }
-                let mut shape = vec![count as u64];
+                let mut shape = vec![Dim::Const(count as u64)];
                 shape.extend(inner);
                 Some(shape)
             }
@@ -235,24 +236,9 @@ impl Lowerer<'_> {
         if n.shape.is_empty() {
             return self.typed(Op::Fill, vec![value], Ok((n.dtype, shape)), span);
         }
-        let statics: Option<Vec<u64>> = shape
-            .iter()
-            .map(|d| match d {
-                Dim::Const(k) => Some(*k),
-                _ => None,
-            })
-            .collect();
-        let have: Vec<u64> = n
-            .shape
-            .iter()
-            .map(|d| match d {
-                Dim::Const(k) => *k,
-                _ => unreachable!("array constants have static shapes"),
-            })
-            .collect();
-        let count: u64 = have.iter().product();
-        match statics {
-            Some(want) if want.iter().product::<u64>() == count => {
+        let count = static_count(&n.shape).expect("array constants have static shapes");
+        match static_count(&shape) {
+            Some(want) if want == count => {
                 let node = self.graph.node_mut(value);
                 node.shape = shape;
                 node.span = span;
@@ -261,7 +247,7 @@ impl Lowerer<'_> {
             Some(want) => {
                 self.diag.error(
                     span,
-                    format!("`constant` has {count} values (shape {}) but `shape` {} holds {}: TF's `shape` fills a scalar or reshapes an array of as many values", shape_text(&have), shape_text(&want), want.iter().product::<u64>()),
+                    format!("`constant` has {count} values (shape {}) but `shape` {} holds {want}: TF's `shape` fills a scalar or reshapes an array of as many values", shape_str(&n.shape), shape_str(&shape)),
                 );
                 self.poisoned(span)
             }
