@@ -1,6 +1,6 @@
 //! W6 (transformer encoder block) and W7 (the TF tutorial's MNIST CNN): compiled, eager and session side by side in one criterion group each.
 //!
-//! Run with `cargo bench --bench models` (release). The graphs and their seeded weights are
+//! Run with `cargo bench -p grafo-benches --bench models` (release). The graphs and their seeded weights are
 //! the examples' (`examples/transformer_block.rs`, `examples/mnist_cnn.rs`); their PyTorch
 //! peers are timed by `scripts/bench_models_torch.py` on the same shapes. Before timing,
 //! each group checks compiled == eager.

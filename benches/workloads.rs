@@ -1,6 +1,6 @@
 //! The five workloads of WORKLOADS.md (W1–W5): compiled, eager and session side by side in one group each, with a parallel-copy reference for W1 and W4.
 //!
-//! Run with `cargo bench --bench workloads` (release). Every group measures its arms in one
+//! Run with `cargo bench -p grafo-benches --bench workloads` (release). Every group measures its arms in one
 //! process one after the other, so the ratios eager/compiled and compiled/copy come from one
 //! run on a shared, noisy machine. Before timing, each group checks compiled == eager.
 

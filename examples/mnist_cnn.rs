@@ -93,7 +93,7 @@ fn main() -> Result<(), grafo::Error> {
         }
         let slow = t.elapsed().as_secs_f64() * 1e3 / 5.0;
         println!(
-            "mnist cnn, batch {batch}: compiled {fast:.2} ms, eager {slow:.2} ms (a rough loop; `cargo bench --bench models` measures)"
+            "mnist cnn, batch {batch}: compiled {fast:.2} ms, eager {slow:.2} ms (a rough loop; `cargo bench -p grafo-benches --bench models` measures)"
         );
     }
     Ok(())

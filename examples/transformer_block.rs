@@ -150,7 +150,7 @@ fn main() -> Result<(), grafo::Error> {
         }
         let slow = t.elapsed().as_secs_f64() * 1e3 / 5.0;
         println!(
-            "transformer block, batch {batch}: compiled {fast:.2} ms, eager {slow:.2} ms (a rough loop; `cargo bench --bench models` measures)"
+            "transformer block, batch {batch}: compiled {fast:.2} ms, eager {slow:.2} ms (a rough loop; `cargo bench -p grafo-benches --bench models` measures)"
         );
     }
     let def = encoder::block::graph();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures and charts for BENCHMARKS.md from one `cargo bench --bench workloads` run and one peers run.
+"""Figures and charts for BENCHMARKS.md from one `cargo bench -p grafo-benches --bench workloads` run and one peers run.
 
 Reads criterion's medians (`<target>/criterion/<group>/<arm>/new/estimates.json`) and the
 markdown tables printed by `../shared/peers/bench_peers.py` (its stdout, or its results.md),
