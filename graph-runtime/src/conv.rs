@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
-use crate::compiled::OutBuf;
+use crate::exec::out_buf::OutBuf;
 use crate::dtype::Element;
 use crate::matmul::{row_align, GemmElement};
 

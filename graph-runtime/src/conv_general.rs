@@ -14,7 +14,7 @@ use crate::conv::Padding;
 use crate::dtype::Numeric;
 use crate::eager::IntoView;
 use crate::error::Error;
-use crate::parallel::for_each_chunk;
+use crate::exec::parallel::for_each_chunk;
 
 /// The parameters of a dilated or depthwise convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,7 +34,7 @@
 //! with the row in L1 (280 vs 272 cycles a row of 1024) and twice as fast writing a 16 MiB
 //! result (364 vs 702; BENCHMARKS.md). Zen 5 is not measured.
 
-use crate::cpu::{level, Level};
+use crate::exec::cpu::{level, Level};
 
 /// A divisor shared by many divisions, with its reciprocal and whether the fast path applies.
 #[derive(Debug, Clone, Copy)]

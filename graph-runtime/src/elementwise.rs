@@ -10,7 +10,7 @@
 
 use crate::error::Error;
 use crate::math::{FloatMath, MathFn};
-use crate::parallel::for_each_chunk;
+use crate::exec::parallel::for_each_chunk;
 
 /// Work units per element of a cheap elementwise op, for [`for_each_chunk`].
 const CHEAP_WORK: usize = 1;

@@ -3,7 +3,7 @@
 //! The f32 `exp`, `log` and `sigmoid` are Cephes-style range reductions plus polynomials
 //! written on plain `f32` with selects instead of branches, and `tanh` is one rational plus
 //! the doubling formula for `|x| ≥ 1`, so a loop that calls them compiles to SIMD code at
-//! every [`crate::cpu::Level`]. `exp`, `log` and `sigmoid` use `a * b + c` rather than
+//! every [`crate::exec::cpu::Level`]. `exp`, `log` and `sigmoid` use `a * b + c` rather than
 //! `mul_add`, because `mul_add` is a libm call when the `fma` feature is off; `tanh` needs the
 //! FMA for its speed and accepts that cost at the portable level. The results are identical at
 //! every level. Each stays within 4 ulp of the correctly rounded value over the whole finite

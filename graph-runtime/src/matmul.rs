@@ -40,11 +40,11 @@ pub const BLOCK_ELEMENTS: usize = 1 << 18;
 
 /// Block row counts are rounded up to a multiple of this: the row count of the micro-kernel
 /// this CPU runs for f64 products and convolutions (6 for the AVX2 tile, 24 for the tall
-/// AVX-512 one, see [`crate::cpu::avx512_tiles`]), so that no block ends in a short tile
+/// AVX-512 one, see [`crate::exec::cpu::avx512_tiles`]), so that no block ends in a short tile
 /// except the last.
 #[inline]
 pub fn row_align() -> usize {
-    if crate::cpu::avx512_tiles() {
+    if crate::exec::cpu::avx512_tiles() {
         24
     } else {
         6
@@ -67,7 +67,7 @@ fn prepackable<T>(k: usize, n: usize) -> bool {
 /// tile for `f32`, else [`row_align`]'s.
 #[inline]
 pub fn gemm_row_align<T: 'static>() -> usize {
-    if crate::cpu::wide_tiles() && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+    if crate::exec::cpu::wide_tiles() && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         packed::wide::MR
     } else {
         row_align()
@@ -102,7 +102,7 @@ pub const MIN_PANEL_COLS: usize = 64;
 /// every float kernel's width).
 #[inline]
 pub fn col_align() -> usize {
-    if crate::cpu::wide_tiles() {
+    if crate::exec::cpu::wide_tiles() {
         64
     } else {
         16
@@ -990,7 +990,7 @@ mod packed {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Mutex, MutexGuard};
 
-    use crate::cpu::{avx512_tiles, level, wide_tiles, Level};
+    use crate::exec::cpu::{avx512_tiles, level, wide_tiles, Level};
 
     /// Shared-dimension slice: a micro-panel of `b` (`KC x NR`) stays in L1.
     pub const KC: usize = 256;
@@ -2621,7 +2621,7 @@ mod packed {
 /// ([`packed::avx512`], [`packed::avx2`]): the left operand is gathered through an offset
 /// table, `b` is read in place.
 mod gather_f32 {
-    use crate::cpu::{level, Level};
+    use crate::exec::cpu::{level, Level};
     use std::mem::MaybeUninit;
 
     /// Column counts the kernel takes: whole 8-lane vectors.
@@ -2652,7 +2652,7 @@ mod gather_f32 {
         // SAFETY: `supported` checked AVX2+FMA (and `avx512_tiles` AVX-512 for the AVX-512
         // driver); the assert above bounds every index.
         unsafe {
-            if crate::cpu::avx512_tiles() {
+            if crate::exec::cpu::avx512_tiles() {
                 driver_avx512(src, rows, cols, b, n, out)
             } else {
                 driver(src, rows, cols, b, n, out)
@@ -2682,7 +2682,7 @@ mod gather_f32 {
         #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
         let done = {
             // The AVX-512 tile is 24 rows, the AVX2+FMA one 6; both take panels of 16 columns.
-            let avx512 = crate::cpu::avx512_tiles();
+            let avx512 = crate::exec::cpu::avx512_tiles();
             let mr = if avx512 {
                 super::packed::avx512::MR
             } else {
@@ -2743,7 +2743,7 @@ mod gather_f32 {
                 || cin == 0
                 || !n.is_multiple_of(16)
                 || !supported(n)
-                || !crate::cpu::avx512_tiles()
+                || !crate::exec::cpu::avx512_tiles()
             {
                 return 0;
             }

@@ -15,7 +15,7 @@ use crate::conv::Padding;
 use crate::dtype::Numeric;
 use crate::eager::IntoView;
 use crate::error::Error;
-use crate::parallel::for_each_chunk;
+use crate::exec::parallel::for_each_chunk;
 
 /// Which reduction a pooling window computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,7 +241,7 @@ fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<A
         PoolKind::Max => "max_pool2d",
         PoolKind::Avg => "avg_pool2d",
     };
-    let mut out = crate::buffer::zeroed_for(op, &shape)?;
+    let mut out = crate::exec::buffer::zeroed_for(op, &shape)?;
     let sx = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
     pool2d_into(data, sx, pool, &mut out);
     Ok(ArrayD::from_shape_vec(ndarray::IxDyn(&shape), out)

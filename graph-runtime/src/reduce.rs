@@ -21,7 +21,7 @@
 //! is +0 (as in TensorFlow).
 
 use crate::dtype::Numeric;
-use crate::parallel::for_each_chunk;
+use crate::exec::parallel::for_each_chunk;
 use ndarray::{ArrayViewD, IxDyn};
 use std::any::TypeId;
 

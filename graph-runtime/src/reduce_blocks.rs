@@ -276,7 +276,7 @@ fn quad_lanes(summand: Summand, x: &[f32]) -> [[f64; LANES]; QUAD] {
         // The square of an f32 widened to f64 is exact (48 significant bits at most, far
         // from f64's overflow and underflow), so `mul_add(v, v, a)` rounds once exactly as
         // `a + v * v` does: the same bits with one instruction less, where FMA is hardware.
-        Summand::Squares if crate::cpu::level() >= crate::cpu::Level::Avx2Fma => {
+        Summand::Squares if crate::exec::cpu::level() >= crate::exec::cpu::Level::Avx2Fma => {
             square_lanes_quad_fma(x)
         }
         Summand::Squares => square_lanes_quad(x),

@@ -4,10 +4,10 @@
 //! Every kernel writes each element of a row-major output it is handed (the buffers are not
 //! zero-filled first), checks what depends on run-time values (indices, symbolic sizes) and
 //! returns [`Error`] instead of panicking. Outputs are cut into rows along their last axis;
-//! big outputs split their rows over rayon ([`crate::parallel::for_each_chunk`]).
+//! big outputs split their rows over rayon ([`crate::exec::parallel::for_each_chunk`]).
 
 use crate::error::Error;
-use crate::parallel::for_each_chunk;
+use crate::exec::parallel::for_each_chunk;
 
 /// How one input axis of a slice is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! whole rows of `inner` elements, so every loop still walks contiguous memory.
 
 use crate::math::FloatMath;
-use crate::parallel::for_each_chunk;
+use crate::exec::parallel::for_each_chunk;
 use crate::reduce::{same_type, same_type_mut};
 
 /// Work units per element (one `exp` plus a few cheap operations).

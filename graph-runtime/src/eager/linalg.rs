@@ -3,7 +3,7 @@
 use ndarray::{ArrayD, IxDyn};
 
 use super::IntoView;
-use crate::buffer;
+use crate::exec::buffer;
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::layout::{check_perm, transpose_into};

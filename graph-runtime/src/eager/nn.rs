@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::linalg::{contiguous, from_vec};
 use super::IntoView;
-use crate::buffer;
+use crate::exec::buffer;
 use crate::conv::{conv2d_into, conv2d_output_hw, Padding};
 use crate::dtype::Numeric;
 use crate::error::Error;

@@ -2,7 +2,7 @@
 
 use super::elementwise::{flat, from_vec, standard};
 use super::IntoView;
-use crate::buffer;
+use crate::exec::buffer;
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::math::FloatMath;

@@ -30,7 +30,7 @@ fn resolve_axis(op: &'static str, axis: isize, rank: usize) -> Result<usize, Err
 /// An output buffer of `shape` for op `op` (every element of which the kernel writes), or the
 /// error of a size that overflows or cannot be allocated.
 fn buffer<T: Element>(op: &'static str, shape: &[usize]) -> Result<Vec<T>, Error> {
-    crate::buffer::zeroed_for(op, shape)
+    crate::exec::buffer::zeroed_for(op, shape)
 }
 
 /// `x[s![...]]` with ndarray's semantics, one [`AxisSlice`] per leading axis (the rest are

@@ -12,8 +12,8 @@
 //! and that is enforced by the borrow checker, not by a lock.
 
 use crate::error::Error;
-use crate::exec::{Arena, ExecCtx, Profiler};
-use crate::profile::ProfileReport;
+use super::context::{Arena, ExecCtx, Profiler};
+use super::profile::ProfileReport;
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};

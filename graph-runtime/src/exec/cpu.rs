@@ -176,13 +176,13 @@ macro_rules! multiversion {
                 generic($($arg),*)
             }
 
-            match $crate::cpu::level() {
+            match $crate::exec::cpu::level() {
                 // SAFETY: `level()` reported these features on this CPU.
                 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                $crate::cpu::Level::Avx512 => unsafe { avx512($($arg),*) },
+                $crate::exec::cpu::Level::Avx512 => unsafe { avx512($($arg),*) },
                 // SAFETY: as above.
                 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
-                $crate::cpu::Level::Avx2Fma => unsafe { avx2($($arg),*) },
+                $crate::exec::cpu::Level::Avx2Fma => unsafe { avx2($($arg),*) },
                 _ => generic($($arg),*),
             }
         }

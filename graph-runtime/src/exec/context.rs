@@ -4,10 +4,10 @@
 //! ([`ExecCtx::take`]) and hands it back when the plan says the slot is free
 //! ([`ExecCtx::give`]). A plain call uses its thread's [`Arena`] for the graph and a
 //! `Session` one arena per graph, so steady-state runs allocate nothing but their outputs.
-//! A new buffer comes zeroed from [`crate::buffer`] (never uninitialised memory), and one
+//! A new buffer comes zeroed from [`super::buffer`] (never uninitialised memory), and one
 //! that cannot be allocated is an `Err`, not an abort.
 
-use crate::buffer;
+use super::out_buf::{self, OutBlock, OutBuf};
 use crate::dtype::{DType, Element};
 use crate::error::Error;
 use std::time::Instant;
@@ -231,37 +231,35 @@ impl<'a> ExecCtx<'a> {
         if let Some(v) = self.reusable(slot, len) {
             return Ok(v);
         }
-        let fresh = buffer::zeroed(op, len)?;
-        crate::pages::advise_huge(&fresh);
-        Ok(fresh)
+        out_buf::fresh(op, len)
     }
 
     /// The buffer of `slot` with `len` elements, written by `body`: the slot's own buffer
     /// when it holds one large enough (initialised), else a fresh one nothing has
-    /// initialised (see [`crate::compiled::fresh_with`]).
+    /// initialised (see [`out_buf::fresh_with`]).
     #[inline]
     pub fn take_with<T: SlotElement>(
         &mut self,
         slot: usize,
         len: usize,
         op: &'static str,
-        body: impl FnOnce(&mut crate::compiled::OutBuf<T>),
+        body: impl FnOnce(&mut OutBuf<T>),
     ) -> Result<Vec<T>, Error> {
         let Some(v) = self.reusable(slot, len) else {
-            return crate::compiled::fresh_with(op, len, body);
+            return out_buf::fresh_with(op, len, body);
         };
-        let mut out = crate::compiled::OutBuf::reused(v);
+        let mut out = OutBuf::reused(v);
         body(&mut out);
         Ok(out.into_vec())
     }
 
     /// The buffer of `slot` with `len` elements, written by `body` over whole units of
-    /// `unit_len` elements in parallel (as [`crate::parallel::for_each_chunk`]), each block
-    /// handed over write-only ([`crate::compiled::OutBlock`]).
+    /// `unit_len` elements in parallel (as [`super::parallel::for_each_chunk`]), each block
+    /// handed over write-only ([`OutBlock`]).
     ///
     /// The slot's own buffer when it holds one large enough; otherwise (a result moved out
     /// by the previous run, a first run) a fresh one made by
-    /// [`crate::compiled::fresh_by_blocks`], never zeroed: the kernel's stores are the only
+    /// [`out_buf::fresh_by_blocks`], never zeroed: the kernel's stores are the only
     /// ones. An empty result makes one call with an empty block.
     #[inline]
     pub fn take_written<T: SlotElement, F>(
@@ -274,17 +272,17 @@ impl<'a> ExecCtx<'a> {
         body: F,
     ) -> Result<Vec<T>, Error>
     where
-        F: Fn(usize, crate::compiled::OutBlock<'_, T>) + Sync,
+        F: Fn(usize, OutBlock<'_, T>) + Sync,
     {
         let Some(v) = self.reusable(slot, len) else {
-            return crate::compiled::fresh_by_blocks(op, len, unit_len, work_per_unit, body);
+            return out_buf::fresh_by_blocks(op, len, unit_len, work_per_unit, body);
         };
-        let mut out = crate::compiled::OutBuf::reused(v);
+        let mut out = OutBuf::reused(v);
         out.for_each_block(unit_len, work_per_unit, body);
         Ok(out.into_vec())
     }
 
-    /// The buffer of `slot` with `len` elements as an [`crate::compiled::OutBuf`] for a
+    /// The buffer of `slot` with `len` elements as an [`OutBuf`] for a
     /// kernel that writes it in parallel blocks: the slot's own buffer when it holds one large
     /// enough, else a fresh one initialised block by block.
     #[inline]
@@ -293,10 +291,10 @@ impl<'a> ExecCtx<'a> {
         slot: usize,
         len: usize,
         op: &'static str,
-    ) -> Result<crate::compiled::OutBuf<T>, Error> {
+    ) -> Result<OutBuf<T>, Error> {
         match self.reusable(slot, len) {
-            Some(v) => Ok(crate::compiled::OutBuf::reused(v)),
-            None => crate::compiled::OutBuf::fresh(op, len),
+            Some(v) => Ok(OutBuf::reused(v)),
+            None => OutBuf::fresh(op, len),
         }
     }
 

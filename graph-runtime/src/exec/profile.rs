@@ -6,7 +6,7 @@
 //! open.
 
 use crate::error::Error;
-use crate::exec::{Profiler, TraceEvent};
+use super::context::{Profiler, TraceEvent};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
