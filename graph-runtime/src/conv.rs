@@ -10,8 +10,8 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
-use crate::exec::out_buf::OutBuf;
 use crate::dtype::Element;
+use crate::exec::out_buf::OutBuf;
 use crate::matmul::{row_align, GemmElement};
 
 /// Padding mode of `conv2d`, with TensorFlow's semantics.

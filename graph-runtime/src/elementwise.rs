@@ -9,8 +9,8 @@
 //! `[N, C]` and a column `[N, 1]` against `[N, C]`.
 
 use crate::error::Error;
-use crate::math::{FloatMath, MathFn};
 use crate::exec::parallel::for_each_chunk;
+use crate::math::{FloatMath, MathFn};
 
 /// Work units per element of a cheap elementwise op, for [`for_each_chunk`].
 const CHEAP_WORK: usize = 1;

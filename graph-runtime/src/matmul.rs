@@ -67,7 +67,9 @@ fn prepackable<T>(k: usize, n: usize) -> bool {
 /// tile for `f32`, else [`row_align`]'s.
 #[inline]
 pub fn gemm_row_align<T: 'static>() -> usize {
-    if crate::exec::cpu::wide_tiles() && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+    if crate::exec::cpu::wide_tiles()
+        && std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>()
+    {
         packed::wide::MR
     } else {
         row_align()

@@ -1,12 +1,12 @@
 //! Eager elementwise ops: arithmetic and comparisons with broadcasting, unary math, `select`, `cast`, creation and the `assert_*` checks.
 
 use super::IntoView;
-use crate::exec::buffer;
 use crate::dtype::{CastTo, Element, Float, Numeric};
 use crate::elementwise::{binary_into, broadcast_shapes, map_into, math_into, ternary_into};
 use crate::error::Error;
-use crate::math::{ActivationMath, FloatMath, MathFn};
+use crate::exec::buffer;
 use crate::exec::parallel::map_reduce;
+use crate::math::{ActivationMath, FloatMath, MathFn};
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
 
 /// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise.

@@ -5,10 +5,10 @@ use rayon::prelude::*;
 
 use super::linalg::{contiguous, from_vec};
 use super::IntoView;
-use crate::exec::buffer;
 use crate::conv::{conv2d_into, conv2d_output_hw, Padding};
 use crate::dtype::Numeric;
 use crate::error::Error;
+use crate::exec::buffer;
 use crate::matmul::GemmElement;
 
 /// `bias_add` splits its rows over rayon above this many elements.

@@ -2,9 +2,9 @@
 
 use super::elementwise::{flat, from_vec, standard};
 use super::IntoView;
-use crate::exec::buffer;
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
+use crate::exec::buffer;
 use crate::math::FloatMath;
 use crate::reduce::{norm_f32, norm_f64, reduce_into, same_type, ReduceKind};
 use crate::softmax::softmax_into;

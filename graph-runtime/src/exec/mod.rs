@@ -21,6 +21,4 @@ pub mod parallel;
 pub mod profile;
 pub mod session;
 
-pub use context::{
-    Arena, ExecCtx, GroupTiming, Profiler, SlotBuffer, SlotElement, TraceEvent,
-};
+pub use context::{Arena, ExecCtx, GroupTiming, Profiler, SlotBuffer, SlotElement, TraceEvent};

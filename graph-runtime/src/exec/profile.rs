@@ -5,8 +5,8 @@
 //! the Chrome Trace Event Format, which Perfetto (ui.perfetto.dev) and `chrome://tracing`
 //! open.
 
-use crate::error::Error;
 use super::context::{Profiler, TraceEvent};
+use crate::error::Error;
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;

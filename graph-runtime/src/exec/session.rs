@@ -11,9 +11,9 @@
 //! or changes it takes `&mut self`: two threads cannot use one session at the same time,
 //! and that is enforced by the borrow checker, not by a lock.
 
-use crate::error::Error;
 use super::context::{Arena, ExecCtx, Profiler};
 use super::profile::ProfileReport;
+use crate::error::Error;
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
