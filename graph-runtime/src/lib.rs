@@ -9,9 +9,7 @@
 pub mod conv;
 pub mod conv_general;
 pub mod conv_pool;
-pub mod describe;
 pub mod division;
-pub mod dot;
 pub mod dtype;
 pub mod eager;
 pub mod elementwise;
@@ -27,13 +25,14 @@ pub mod reduce;
 pub mod reduce_blocks;
 pub mod selection;
 pub mod softmax;
-pub mod tensorboard;
 
 // Flat paths the emitted code and the tests use (`::grafo::__private::compiled::check_dim`,
 // `graph_runtime::parallel::for_each_chunk`...): each moved module under its old name.
-// `exec::{ExecCtx, Arena, ...}` are re-exported by `exec` itself.
+// `exec::{ExecCtx, Arena, ...}` and `graph::{GraphDef, ...}` are re-exported by their folders.
 #[doc(no_inline)]
 pub use exec::{buffer, compiled, cpu, pages, parallel, profile, session};
+#[doc(no_inline)]
+pub use graph::{describe, dot, tensorboard};
 
 pub use dtype::{DType, Element, Float, Numeric};
 pub use error::Error;

@@ -5,7 +5,7 @@
 //! fusion group's cluster. A fusion group inside a cond arm is drawn inside that arm.
 //! The output depends only on the graph, so it can be snapshotted.
 
-use crate::graph::{shape_text, GraphDef, NodeDef, Region};
+use super::def::{shape_text, GraphDef, NodeDef, Region};
 use std::fmt::Write;
 
 /// A cluster of the drawing: the whole graph, one arm of a cond, or one fusion group.

@@ -12,9 +12,9 @@
 //! `_output_shapes` (symbolic dims as size -1 named by their symbol), `line`, its fusion
 //! group, and the op's own attributes as strings.
 
+use super::def::{Dim, GraphDef, Region};
 use crate::dtype::DType;
 use crate::error::Error;
-use crate::graph::{Dim, GraphDef, Region};
 use prost::Message;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,10 @@
 //! `#[graph]` used to emit `graph()` as one expression building every `NodeDef` in place; a
 //! program of 5,000 ops then made a function of 5,000 nested constructors, which took rustc
 //! and LLVM gigabytes in a release build. A `static` table of plain rows is only data, of
-//! any length, and these functions turn it into the owned [`GraphDef`] parts.
+//! any length, and these functions turn it into the owned [`GraphDef`](super::GraphDef) parts.
 
+use super::def::{BufferDef, CondDef, Dim, GroupDef, NodeDef, Region};
 use crate::dtype::DType;
-use crate::graph::{BufferDef, CondDef, Dim, GroupDef, NodeDef, Region};
 
 /// A [`Dim`] as static data.
 #[derive(Debug, Clone, Copy)]
