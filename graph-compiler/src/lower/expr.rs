@@ -1,0 +1,287 @@
+//! Expressions: operators, paths and names, tensors of values, and host expressions (parameters and consts used as scalars or in host conditions).
+
+use super::context::Binding;
+use super::context::Value;
+use super::Lowerer;
+use super::Span;
+use crate::ir::*;
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::{Expr, Lit, UnOp};
+
+/// The expression inside the invisible groups a `macro_rules!` fragment arrives in.
+pub(super) fn unwrapped(e: &Expr) -> &Expr {
+    match e {
+        Expr::Group(g) => unwrapped(&g.expr),
+        other => other,
+    }
+}
+
+impl Lowerer<'_> {
+    pub(super) fn literal_int(&self, e: &Expr) -> Option<i64> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(i) => i.base10_parse::<i64>().ok(),
+                _ => None,
+            },
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => {
+                self.literal_int(&u.expr).and_then(i64::checked_neg)
+            }
+            Expr::Paren(p) => self.literal_int(&p.expr),
+            Expr::Group(g) => self.literal_int(&g.expr),
+            Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
+                Some(Scalar::Int(v)) => Some(*v),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    // ----- expressions ---------------------------------------------------------------------
+
+    pub(super) fn tensor_of(&mut self, v: &Value, span: Span, what: &str) -> Option<NodeId> {
+        match v {
+            Value::Tensor(id) => Some(*id),
+            Value::Host {
+                dtype,
+                node,
+                tokens,
+            } => {
+                if let Some(n) = node {
+                    return Some(*n);
+                }
+                let id = self.push(
+                    Op::Host {
+                        expr: tokens.to_string(),
+                    },
+                    vec![],
+                    *dtype,
+                    vec![],
+                    span,
+                );
+                self.graph.node_mut(id).name = Some(tokens.to_string());
+                Some(id)
+            }
+            Value::Tuple(_) => {
+                self.diag
+                    .error(span, format!("{what} must be a tensor, found a tuple"));
+                None
+            }
+            Value::Unit => {
+                self.diag.error(span, format!("{what} must be a tensor, found no value (an `assert_*` or an `if` without a value)"));
+                None
+            }
+        }
+    }
+
+    pub(super) fn operand(&mut self, e: &Expr) -> NodeId {
+        let v = self.lower_expr(e);
+        match self.tensor_of(&v, e.span(), "an operand") {
+            Some(id) => id,
+            None => self.poisoned(e.span()),
+        }
+    }
+
+    pub(super) fn lower_expr(&mut self, e: &Expr) -> Value {
+        match e {
+            Expr::Lit(l) => self.lower_lit(&l.lit),
+            Expr::Path(p) => self.lower_path(p),
+            Expr::Paren(p) => self.lower_expr(&p.expr),
+            Expr::Group(g) => self.lower_expr(&g.expr),
+            Expr::Block(b) if b.label.is_none() && b.unsafe_token_is_none() => {
+                self.lower_block(&b.block)
+            }
+            Expr::Tuple(t) => Value::Tuple(t.elems.iter().map(|e| self.lower_expr(e)).collect()),
+            Expr::Field(f) => {
+                let base = self.lower_expr(&f.base);
+                match (&f.member, base) {
+                    (syn::Member::Unnamed(i), Value::Tuple(vs))
+                        if (i.index as usize) < vs.len() =>
+                    {
+                        vs[i.index as usize].clone()
+                    }
+                    _ => {
+                        self.diag
+                            .error(f.span(), "field access is only supported on tuples (`t.0`)");
+                        Value::Tensor(self.poisoned(f.span()))
+                    }
+                }
+            }
+            Expr::Binary(b) => self.lower_binary(b),
+            Expr::Unary(u) => self.lower_unary(u),
+            Expr::Call(c) => self.lower_call(c),
+            Expr::Index(ix) => self.lower_index(ix),
+            Expr::If(i) => self.lower_if(i),
+            Expr::Assign(_) | Expr::ForLoop(_) => {
+                self.diag.error(
+                    e.span(),
+                    "assignments and `for` loops are statements here; they have no value",
+                );
+                Value::Unit
+            }
+            other => {
+                let what = match other {
+                    Expr::MethodCall(m) => {
+                        format!("method calls (`.{}()`) are not supported", m.method)
+                    }
+                    Expr::Loop(_) => "`loop` is not supported".into(),
+                    Expr::While(_) => "`while` is not supported".into(),
+                    Expr::Match(_) => "`match` is not supported".into(),
+                    Expr::Return(_) => "early `return` is not supported".into(),
+                    Expr::Closure(_) => "closures are not supported".into(),
+                    Expr::Macro(_) => "macros are not supported".into(),
+                    Expr::Reference(_) => "references are not supported".into(),
+                    Expr::Break(_) | Expr::Continue(_) => {
+                        "`break` and `continue` are not supported".into()
+                    }
+                    Expr::Try(_) => "the `?` operator is not supported".into(),
+                    Expr::Array(_) => {
+                        "array literals are only supported as shape or axis lists of an op".into()
+                    }
+                    _ => "this expression is not supported".into(),
+                };
+                self.diag.error(
+                    other.span(),
+                    format!(
+                        "{what} in a `#[graph]` body; supported are `let`, `let mut` and reassignment, blocks, tuples, the operators `+ - * / %`, comparisons and `& | ^ !` on bools, the ops of grafo's docs/OPS.md called as functions (`exp(x)`, `matmul(a, b)`), `if` and `for i in 0..N`"
+                    ),
+                );
+                Value::Tensor(self.poisoned(other.span()))
+            }
+        }
+    }
+
+    fn lower_path(&mut self, p: &syn::ExprPath) -> Value {
+        let span = p.span();
+        let Some(id) = p.path.get_ident() else {
+            self.diag.error(
+                span,
+                "paths are not values in a `#[graph]` body; use a parameter or `let` name",
+            );
+            return Value::Tensor(self.poisoned(span));
+        };
+        let name = id.to_string();
+        if let Some((_, b)) = self.lookup(&name) {
+            return match &b.value {
+                Value::Host { tokens, dtype, .. } => {
+                    let (tokens, dtype) = (tokens.clone(), *dtype);
+                    let param_node = self.push(
+                        Op::Host {
+                            expr: tokens.to_string(),
+                        },
+                        vec![],
+                        dtype,
+                        vec![],
+                        span,
+                    );
+                    self.graph.node_mut(param_node).name = Some(name);
+                    Value::Host {
+                        tokens,
+                        dtype,
+                        node: Some(param_node),
+                    }
+                }
+                v => v.clone(),
+            };
+        }
+        if let Some(v) = self.consts.get(&name).copied() {
+            let dtype = match v {
+                Scalar::Float(_) => DType::F32,
+                Scalar::Int(_) => DType::I32,
+                Scalar::Bool(_) => DType::Bool,
+            };
+            let weak = !matches!(v, Scalar::Bool(_));
+            return Value::Tensor(self.push(
+                Op::Const { value: v, weak },
+                vec![],
+                dtype,
+                vec![],
+                span,
+            ));
+        }
+        if self.symbols.contains(&name) {
+            self.diag.error(span, format!("`{name}` is a symbolic dim; it is only usable in shapes (`reshape(x, [{name}, 784])`)"));
+        } else {
+            self.diag.error(span, format!("cannot find `{name}` in this `#[graph]` body: values are parameters, `let` bindings and `const` literals"));
+        }
+        Value::Tensor(self.poisoned(span))
+    }
+
+    /// Tries to read `e` as a host-only expression (host parameters, consts, literals).
+    pub(super) fn host_expr(&self, e: &Expr) -> Option<TokenStream> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Int(_) | Lit::Float(_) | Lit::Bool(_) => Some(quote!(#l)),
+                _ => None,
+            },
+            Expr::Path(p) => {
+                let id = p.path.get_ident()?;
+                let name = id.to_string();
+                match self.lookup(&name) {
+                    Some((
+                        _,
+                        Binding {
+                            value: Value::Host { tokens, .. },
+                            ..
+                        },
+                    )) => Some(tokens.clone()),
+                    Some(_) => None,
+                    None => {
+                        let v = self.consts.get(&name)?;
+                        Some(match v {
+                            Scalar::Float(f) => quote!(#f),
+                            Scalar::Int(i) => quote!(#i),
+                            Scalar::Bool(b) => quote!(#b),
+                        })
+                    }
+                }
+            }
+            Expr::Paren(p) => self.host_expr(&p.expr).map(|t| quote!((#t))),
+            Expr::Group(g) => self.host_expr(&g.expr).map(|t| quote!((#t))),
+            Expr::Unary(u) => {
+                let inner = self.host_expr(&u.expr)?;
+                let op = &u.op;
+                Some(quote!(#op #inner))
+            }
+            Expr::Binary(b) => {
+                let (l, r) = (self.host_expr(&b.left)?, self.host_expr(&b.right)?);
+                let op = &b.op;
+                Some(quote!((#l #op #r)))
+            }
+            _ => None,
+        }
+    }
+
+    pub(super) fn host_literal_bool(&self, e: &Expr) -> Option<bool> {
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Bool(b) => Some(b.value),
+                _ => None,
+            },
+            Expr::Paren(p) => self.host_literal_bool(&p.expr),
+            Expr::Group(g) => self.host_literal_bool(&g.expr),
+            Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
+                Some(Scalar::Bool(b)) => Some(*b),
+                _ => None,
+            },
+            Expr::Unary(u) if matches!(u.op, UnOp::Not(_)) => {
+                self.host_literal_bool(&u.expr).map(|b| !b)
+            }
+            _ => None,
+        }
+    }
+
+    // ----- if / cond -----------------------------------------------------------------------
+
+    // ----- op calls ------------------------------------------------------------------------
+}
+
+trait UnsafeBlock {
+    fn unsafe_token_is_none(&self) -> bool;
+}
+
+impl UnsafeBlock for syn::ExprBlock {
+    fn unsafe_token_is_none(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,178 @@
+//! Statements: blocks and their scopes, items, `let` with its annotation and pattern, expression statements.
+
+use super::const_literal;
+use super::context::Value;
+use super::Lowerer;
+use super::Span;
+use crate::ir::*;
+use std::collections::HashMap;
+use syn::{Expr, Pat, Stmt};
+
+impl Lowerer<'_> {
+    pub(super) fn lower_block(&mut self, block: &syn::Block) -> Value {
+        self.scopes.push(HashMap::new());
+        let v = self.lower_block_inner(block);
+        self.scopes.pop();
+        v
+    }
+
+    pub(super) fn lower_block_inner(&mut self, block: &syn::Block) -> Value {
+        let mut last = Value::Unit;
+        let n = block.stmts.len();
+        for (i, stmt) in block.stmts.iter().enumerate() {
+            last = Value::Unit;
+            match stmt {
+                Stmt::Local(local) => self.lower_let(local),
+                Stmt::Expr(e, semi) => {
+                    let v = self.lower_stmt_expr(e);
+                    if semi.is_none() && i + 1 == n {
+                        last = v;
+                    }
+                }
+                Stmt::Item(item) => self.lower_item(item),
+                Stmt::Macro(m) => self.diag.error(
+                    m.span(),
+                    "macros are not supported in a `#[graph]` body (the graph runs without Rust side effects); use `assert_*` ops for checks",
+                ),
+            }
+        }
+        last
+    }
+
+    fn lower_item(&mut self, item: &syn::Item) {
+        if let syn::Item::Const(c) = item {
+            if let Some(v) = const_literal(c) {
+                self.consts.insert(c.ident.to_string(), v);
+                return;
+            }
+            self.diag.error(
+                c.expr.span(),
+                "a `const` in a `#[graph]` body must be a literal",
+            );
+            return;
+        }
+        self.diag.error(
+            item.span(),
+            "items other than `const NAME: T = literal;` are not supported in a `#[graph]` body",
+        );
+    }
+
+    fn lower_let(&mut self, local: &syn::Local) {
+        let Some(init) = &local.init else {
+            self.diag.error(local.span(), "`let` without a value is not supported in a `#[graph]` body: write `let mut y = ...;` and reassign it");
+            return;
+        };
+        if let Some((_, d)) = &init.diverge {
+            self.diag.error(
+                d.span(),
+                "`let ... else` is not supported in a `#[graph]` body",
+            );
+        }
+        let mut value = self.lower_expr(&init.expr);
+        let (pat, ty) = match &local.pat {
+            Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
+            p => (p, None),
+        };
+        if let Some(ty) = ty {
+            value = self.check_annotation(value, ty, init.expr.span());
+        }
+        self.bind_pattern(pat, value);
+    }
+
+    /// `let y: Tensor<f32, B, 10> = ...` checks the inferred type against the annotation.
+    fn check_annotation(&mut self, value: Value, ty: &syn::Type, span: Span) -> Value {
+        let Some((dtype, shape)) =
+            crate::signature::parse_tensor_type(ty, self.diag, "a `let` annotation")
+        else {
+            return value;
+        };
+        let Some(id) = self.tensor_of(&value, span, "an annotated `let`") else {
+            return value;
+        };
+        let shape: Shape = shape.iter().map(|d| self.subst_dim(d)).collect();
+        let id = self.resolve_weak_to(id, dtype, span);
+        let n = self.graph.node(id);
+        if !n.poisoned && (n.dtype != dtype || n.shape != shape) {
+            let msg = format!(
+                "the value is {} but the `let` declares {}",
+                type_str(n.dtype, &n.shape),
+                type_str(dtype, &shape)
+            );
+            self.diag.error(span, msg);
+        }
+        Value::Tensor(id)
+    }
+
+    fn bind_pattern(&mut self, pat: &Pat, value: Value) {
+        match pat {
+            Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
+                let value = match value {
+                    Value::Tensor(id) => Value::Tensor(self.concrete(id)),
+                    v => v,
+                };
+                self.bind(&pi.ident.to_string(), value, pi.mutability.is_some());
+            }
+            Pat::Wild(_) => {}
+            Pat::Tuple(pt) => match value {
+                Value::Tuple(vs) if vs.len() == pt.elems.len() => {
+                    for (p, v) in pt.elems.iter().zip(vs) {
+                        self.bind_pattern(p, v);
+                    }
+                }
+                // An error was reported where the value came from: bind every name, quietly.
+                Value::Tensor(id) if self.graph.node(id).poisoned => {
+                    for p in &pt.elems {
+                        self.bind_pattern(p, Value::Tensor(id));
+                    }
+                }
+                other => {
+                    let found = match &other {
+                        Value::Tuple(vs) => format!("a tuple of {}", vs.len()),
+                        _ => "a single value".to_string(),
+                    };
+                    self.diag.error(
+                        pt.span(),
+                        format!(
+                            "the tuple pattern has {} elements but the value is {found}",
+                            pt.elems.len()
+                        ),
+                    );
+                    let poisoned = Value::Tensor(self.poisoned(pt.span()));
+                    for p in &pt.elems {
+                        self.bind_pattern(p, poisoned.clone());
+                    }
+                }
+            },
+            Pat::Paren(p) => self.bind_pattern(&p.pat, value),
+            other => self.diag.error(other.span(), "only names, `_` and tuples of names are supported in `let` patterns of a `#[graph]` body"),
+        }
+    }
+
+    fn lower_stmt_expr(&mut self, e: &Expr) -> Value {
+        match e {
+            Expr::Assign(a) => {
+                let value = self.lower_expr(&a.right);
+                match &*a.left {
+                    Expr::Path(p) if p.path.get_ident().is_some() => {
+                        let name = p.path.get_ident().expect("checked").to_string();
+                        let value = match value {
+                            Value::Tensor(id) => Value::Tensor(self.concrete(id)),
+                            v => v,
+                        };
+                        self.assign(&name, value, a.span());
+                    }
+                    other => self.diag.error(
+                        other.span(),
+                        "only a plain variable can be assigned in a `#[graph]` body (`y = ...`)",
+                    ),
+                }
+                Value::Unit
+            }
+            Expr::ForLoop(f) => {
+                self.lower_for(f);
+                Value::Unit
+            }
+            other => self.lower_expr(other),
+        }
+    }
+}
