@@ -14,19 +14,9 @@ use crate::dtype::Element;
 use crate::exec::out_buf::OutBuf;
 use crate::matmul::{row_align, GemmElement};
 
-/// Padding mode of `conv2d`, with TensorFlow's semantics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Padding {
-    /// Output size `ceil(in / stride)`; the padding is split with the extra pixel after.
-    Same,
-    /// No padding: output size `ceil((in - k + 1) / stride)`.
-    Valid,
-}
-
-/// `SAME` padding, as written in a `#[graph]` body.
-pub const SAME: Padding = Padding::Same;
-/// `VALID` padding, as written in a `#[graph]` body.
-pub const VALID: Padding = Padding::Valid;
+// The padding modes are shared with pooling, so they live with the kernels; `conv::Padding`
+// is the path `#[graph]` code and the facade name them by.
+pub use crate::kernels::padding::{Padding, SAME, VALID};
 
 /// Target size in bytes of one block's im2col matrix: it should stay in L2 while the GEMM reads it.
 pub const IM2COL_BLOCK_BYTES: usize = 1 << 17;
@@ -191,7 +181,7 @@ pub fn conv2d_with<T: GemmElement, E>(
 /// Then `observe(first_element, block)` runs on each finished parallel block of the output
 /// (after the epilogue, while the block is still in cache; `first_element` counts flat over
 /// the whole output); the blocks cover the output once. A fused all-axes reduction of the
-/// result records its partial sums there ([`crate::reduce_blocks::BlockLanes::record`])
+/// result records its partial sums there ([`crate::kernels::reduce_blocks::BlockLanes::record`])
 /// instead of reading the result back from memory; other callers pass `|_, _| {}`.
 ///
 /// Panics as [`conv2d_into`] does.

@@ -10,11 +10,11 @@
 
 use ndarray::ArrayD;
 
-use crate::conv::Padding;
 use crate::dtype::Numeric;
 use crate::eager::IntoView;
 use crate::error::Error;
 use crate::exec::parallel::for_each_chunk;
+use crate::kernels::padding::Padding;
 
 /// The parameters of a dilated or depthwise convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 //! windows overlap, clipped to the output); it computes them with the same blocks of
 //! micro-kernel calls as [`crate::conv::conv2d_into`] (a pixel's value does not depend on the
 //! block it is computed in), hands them to the epilogue with their flat pixel index, exactly
-//! as the unfused kernel does, and pools them with [`crate::pool`]'s row routine. Results are
+//! as the unfused kernel does, and pools them with [`crate::kernels::pool`]'s row routine. Results are
 //! therefore bit for bit those of conv2d, then the epilogue, then the pooling op. Rows no
 //! window reads (the last rows of a `VALID` pooling that does not tile the input) are never
 //! computed; rows shared by two bands' windows (a stride smaller than the window) are
@@ -20,8 +20,8 @@ use rayon::prelude::*;
 use crate::conv::{
     Algorithm, Padding, Prepared, BLOCKS_PER_THREAD, OUT_BLOCK_BYTES, SEQUENTIAL_MACS,
 };
+use crate::kernels::pool::{input_rows, out_and_pad, pool_row, Pool2d, Window};
 use crate::matmul::GemmElement;
-use crate::pool::{input_rows, out_and_pad, pool_row, Pool2d, Window};
 
 /// The output shape `[N, PH, PW, Cout]` of the fused kernel, or `None` when the convolution
 /// or the pooling has no valid geometry (the callers check shapes before calling).

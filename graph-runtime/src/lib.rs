@@ -9,22 +9,14 @@
 pub mod conv;
 pub mod conv_general;
 pub mod conv_pool;
-pub mod division;
 pub mod dtype;
 pub mod eager;
-pub mod elementwise;
 pub mod error;
 pub mod exec;
 pub mod graph;
-pub mod layout;
-pub mod math;
+pub mod kernels;
 pub mod matmul;
 pub mod matmul_nd;
-pub mod pool;
-pub mod reduce;
-pub mod reduce_blocks;
-pub mod selection;
-pub mod softmax;
 
 // Flat paths the emitted code and the tests use (`::grafo::__private::compiled::check_dim`,
 // `graph_runtime::parallel::for_each_chunk`...): each moved module under its old name.
@@ -33,6 +25,10 @@ pub mod softmax;
 pub use exec::{buffer, compiled, cpu, pages, parallel, profile, session};
 #[doc(no_inline)]
 pub use graph::{describe, dot, tensorboard};
+#[doc(no_inline)]
+pub use kernels::{
+    division, elementwise, layout, math, pool, reduce, reduce_blocks, selection, softmax,
+};
 
 pub use dtype::{DType, Element, Float, Numeric};
 pub use error::Error;

@@ -2,11 +2,13 @@
 
 use super::IntoView;
 use crate::dtype::{CastTo, Element, Float, Numeric};
-use crate::elementwise::{binary_into, broadcast_shapes, map_into, math_into, ternary_into};
 use crate::error::Error;
 use crate::exec::buffer;
 use crate::exec::parallel::map_reduce;
-use crate::math::{ActivationMath, FloatMath, MathFn};
+use crate::kernels::elementwise::{
+    binary_into, broadcast_shapes, map_into, math_into, ternary_into,
+};
+use crate::kernels::math::{ActivationMath, FloatMath, MathFn};
 use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
 
 /// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise.

@@ -6,7 +6,7 @@ use super::IntoView;
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::exec::buffer;
-use crate::layout::{check_perm, transpose_into};
+use crate::kernels::layout::{check_perm, transpose_into};
 use crate::matmul::{no_epilogue, GemmElement};
 use crate::matmul_nd::{check, matmul_nd_into, NdMatmul};
 

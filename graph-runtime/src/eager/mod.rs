@@ -21,8 +21,6 @@ pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
 pub use selection::*;
-// Pooling lives with its kernel.
-pub use crate::pool::{avg_pool2d, max_pool2d};
 // Dilated and depthwise convolutions live with their kernel.
 pub use crate::conv_general::{conv2d_dilated, depthwise_conv2d};
 

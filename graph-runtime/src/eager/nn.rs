@@ -1,4 +1,4 @@
-//! Eager neural-net ops: `conv2d` and `bias_add` over ndarray operands, on the same kernels as compiled graphs.
+//! Eager neural-net ops: `conv2d` and `bias_add`, pooling, over ndarray operands, on the same kernels as compiled graphs.
 
 use ndarray::ArrayD;
 use rayon::prelude::*;
@@ -6,9 +6,10 @@ use rayon::prelude::*;
 use super::linalg::{contiguous, from_vec};
 use super::IntoView;
 use crate::conv::{conv2d_into, conv2d_output_hw, Padding};
-use crate::dtype::Numeric;
+use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
+use crate::kernels::pool::{output_shape, pool2d_into, Pool2d, PoolKind};
 use crate::matmul::GemmElement;
 
 /// `bias_add` splits its rows over rayon above this many elements.
@@ -147,4 +148,57 @@ pub fn bias_add<'a, T: Numeric>(
         out.par_chunks_mut(rows_per_task * c).for_each(add_rows);
     }
     Ok(from_vec(shape, out))
+}
+
+/// The eager form of a pooling op: checks, then the kernel of compiled graphs.
+fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<ArrayD<T>, Error> {
+    let x = x.into_view();
+    let shape = output_shape(x.shape(), pool)?;
+    let xs = x.as_standard_layout();
+    let data = contiguous(&xs);
+    let op = pool.kind.name();
+    let mut out = buffer::zeroed_for(op, &shape)?;
+    let sx = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    pool2d_into(data, sx, pool, &mut out);
+    Ok(from_vec(shape.to_vec(), out))
+}
+
+/// `max_pool2d(x, ksize, strides, padding)` on an NHWC tensor, `ksize` and `strides` as
+/// `[rows, columns]` (TF's `tf.nn.max_pool2d`).
+pub fn max_pool2d<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    ksize: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+) -> Result<ArrayD<T>, Error> {
+    let kind = PoolKind::Max;
+    pool_eager(
+        x,
+        Pool2d {
+            kind,
+            ksize,
+            strides,
+            padding,
+        },
+    )
+}
+
+/// `avg_pool2d(x, ksize, strides, padding)` on an NHWC tensor: the mean of each window's
+/// valid (unpadded) elements (TF's `tf.nn.avg_pool2d`).
+pub fn avg_pool2d<'a, T: Float>(
+    x: impl IntoView<'a, T>,
+    ksize: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+) -> Result<ArrayD<T>, Error> {
+    let kind = PoolKind::Avg;
+    pool_eager(
+        x,
+        Pool2d {
+            kind,
+            ksize,
+            strides,
+            padding,
+        },
+    )
 }

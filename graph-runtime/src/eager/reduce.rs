@@ -5,9 +5,9 @@ use super::IntoView;
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
-use crate::math::FloatMath;
-use crate::reduce::{norm_f32, norm_f64, reduce_into, same_type, ReduceKind};
-use crate::softmax::softmax_into;
+use crate::kernels::math::FloatMath;
+use crate::kernels::reduce::{norm_f32, norm_f64, reduce_into, same_type, ReduceKind};
+use crate::kernels::softmax::softmax_into;
 use ndarray::ArrayD;
 
 /// Resolves one possibly negative axis against `rank`.

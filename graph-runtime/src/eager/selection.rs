@@ -6,7 +6,7 @@ use super::linalg::{contiguous, from_vec};
 use super::IntoView;
 use crate::dtype::Element;
 use crate::error::Error;
-use crate::selection::{
+use crate::kernels::selection::{
     arg_reduce_into, concat_into, gather_into, one_hot_into, pad_into, range_into, slice_into,
     slice_shape, tile_into, AxisSlice, IndexElement, RangeElement,
 };

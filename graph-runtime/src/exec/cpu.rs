@@ -144,7 +144,7 @@ fn double_pumped_avx512() -> bool {
 ///
 /// The body is an `#[inline(always)]` function inlined into each `#[target_feature]`
 /// wrapper, so everything it calls that is `#[inline(always)]` (the math of
-/// [`crate::math`]) is vectorised for that instruction set. Arguments must have concrete
+/// [`crate::kernels::math`]) is vectorised for that instruction set. Arguments must have concrete
 /// types; the function returns `()` or the declared type.
 #[macro_export]
 #[doc(hidden)]

@@ -326,7 +326,7 @@ impl<T: Element> OutRows<'_, T> {
     ///
     /// Panics as [`OutRows::write_row`].
     ///
-    /// [`SharedDivisor`]: crate::division::SharedDivisor
+    /// [`SharedDivisor`]: crate::kernels::division::SharedDivisor
     #[inline(always)]
     pub fn write_row_with_fallback<K: Copy + Ord + Default>(
         &mut self,

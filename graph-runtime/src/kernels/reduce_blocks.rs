@@ -1,17 +1,17 @@
 //! All-axes f32 sums recorded block by block by the kernel that writes their input: a convolution hands each finished block of its output, still in cache, to [`BlockLanes::record`], and the reduction afterwards reads from memory only what was not recorded.
 //!
 //! An all-axes f32 `reduce_sum`, `reduce_mean` or `norm` follows the order of
-//! [`crate::reduce`]: segments of [`SEGMENT`] elements, in each one [`LANES`] f64 lanes over
+//! [`super::reduce`]: segments of [`SEGMENT`] elements, in each one [`LANES`] f64 lanes over
 //! chunks of [`LANES`] elements folded into the segment's total once per block of
 //! [`BLOCK_CHUNKS`] chunks. A block of lanes therefore covers [`BLOCK`] elements starting at a
 //! multiple of [`BLOCK`] (a segment is a multiple of it), and its 16 lane sums depend only on
 //! those elements. [`BlockLanes::record`] computes the lanes of every whole block inside the
 //! run it is given; [`BlockLanes::total`] folds the lanes of each segment in order, computing
 //! from memory any block nobody recorded, then the segment's last partial block and its tail
-//! one element at a time, as [`crate::reduce::sum_f32`] does. The result is the same bits
+//! one element at a time, as [`super::reduce::sum_f32`] does. The result is the same bits
 //! as reducing the finished tensor, whatever runs were recorded and on which threads.
 
-use crate::reduce::{segments, BLOCK_CHUNKS, LANES, SEGMENT};
+use super::reduce::{segments, BLOCK_CHUNKS, LANES, SEGMENT};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -355,8 +355,8 @@ crate::multiversion! {
 
 #[cfg(test)]
 mod tests {
+    use crate::kernels::reduce::{sum_f32, sum_squares_f32};
     use super::*;
-    use crate::reduce::{sum_f32, sum_squares_f32};
 
     /// The reduction of the finished tensor, as the eager path computes it.
     fn reference(summand: Summand, x: &[f32]) -> f64 {

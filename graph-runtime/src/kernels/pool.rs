@@ -1,4 +1,4 @@
-//! 2-D max and average pooling over NHWC tensors with TensorFlow's semantics (`tf.nn.max_pool2d`, `tf.nn.avg_pool2d`): the kernel compiled graphs call and the eager ops.
+//! 2-D max and average pooling over NHWC tensors with TensorFlow's semantics (`tf.nn.max_pool2d`, `tf.nn.avg_pool2d`): the kernel compiled graphs and the eager ops call.
 //!
 //! Output size and padding follow TF: `SAME` gives `ceil(in / stride)` with
 //! `pad_total = max((out - 1) * stride + k - in, 0)` split `pad_total / 2` before and the
@@ -9,11 +9,8 @@
 //! the valid elements by their count, as TF does. Each output element folds its window in
 //! row-major order, so the result does not depend on the thread count.
 
-use ndarray::ArrayD;
-
-use crate::conv::Padding;
+use super::padding::Padding;
 use crate::dtype::Numeric;
-use crate::eager::IntoView;
 use crate::error::Error;
 use crate::exec::parallel::for_each_chunk;
 
@@ -228,62 +225,4 @@ pub fn output_shape(sx: &[usize], pool: Pool2d) -> Result<[usize; 4], Error> {
         }
     }
     Ok(out)
-}
-
-fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<ArrayD<T>, Error> {
-    let x = x.into_view();
-    let shape = output_shape(x.shape(), pool)?;
-    let xs = x.as_standard_layout();
-    let data = xs
-        .as_slice()
-        .expect("as_standard_layout gives a contiguous array");
-    let op = match pool.kind {
-        PoolKind::Max => "max_pool2d",
-        PoolKind::Avg => "avg_pool2d",
-    };
-    let mut out = crate::exec::buffer::zeroed_for(op, &shape)?;
-    let sx = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
-    pool2d_into(data, sx, pool, &mut out);
-    Ok(ArrayD::from_shape_vec(ndarray::IxDyn(&shape), out)
-        .expect("the kernel filled exactly the output's elements"))
-}
-
-/// `max_pool2d(x, ksize, strides, padding)` on an NHWC tensor, `ksize` and `strides` as
-/// `[rows, columns]` (TF's `tf.nn.max_pool2d`).
-pub fn max_pool2d<'a, T: Numeric>(
-    x: impl IntoView<'a, T>,
-    ksize: [usize; 2],
-    strides: [usize; 2],
-    padding: Padding,
-) -> Result<ArrayD<T>, Error> {
-    let kind = PoolKind::Max;
-    pool_eager(
-        x,
-        Pool2d {
-            kind,
-            ksize,
-            strides,
-            padding,
-        },
-    )
-}
-
-/// `avg_pool2d(x, ksize, strides, padding)` on an NHWC tensor: the mean of each window's
-/// valid (unpadded) elements (TF's `tf.nn.avg_pool2d`).
-pub fn avg_pool2d<'a, T: crate::dtype::Float>(
-    x: impl IntoView<'a, T>,
-    ksize: [usize; 2],
-    strides: [usize; 2],
-    padding: Padding,
-) -> Result<ArrayD<T>, Error> {
-    let kind = PoolKind::Avg;
-    pool_eager(
-        x,
-        Pool2d {
-            kind,
-            ksize,
-            strides,
-            padding,
-        },
-    )
 }

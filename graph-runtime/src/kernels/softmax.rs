@@ -6,9 +6,9 @@
 //! axis each row is contiguous; along another axis `[outer, n, inner]` the passes run over
 //! whole rows of `inner` elements, so every loop still walks contiguous memory.
 
+use super::math::FloatMath;
+use super::reduce::{same_type, same_type_mut};
 use crate::exec::parallel::for_each_chunk;
-use crate::math::FloatMath;
-use crate::reduce::{same_type, same_type_mut};
 
 /// Work units per element (one `exp` plus a few cheap operations).
 const SOFTMAX_WORK: usize = 12;

@@ -8,9 +8,9 @@
 //! so the same inner loops serve equal shapes, a scalar operand, a bias `[C]` against
 //! `[N, C]` and a column `[N, 1]` against `[N, C]`.
 
+use super::math::{FloatMath, MathFn};
 use crate::error::Error;
 use crate::exec::parallel::for_each_chunk;
-use crate::math::{FloatMath, MathFn};
 
 /// Work units per element of a cheap elementwise op, for [`for_each_chunk`].
 const CHEAP_WORK: usize = 1;
