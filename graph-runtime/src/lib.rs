@@ -6,17 +6,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-pub mod conv;
-pub mod conv_general;
-pub mod conv_pool;
 pub mod dtype;
 pub mod eager;
 pub mod error;
 pub mod exec;
 pub mod graph;
 pub mod kernels;
-pub mod matmul;
-pub mod matmul_nd;
+pub mod linalg;
 
 // Flat paths the emitted code and the tests use (`::grafo::__private::compiled::check_dim`,
 // `graph_runtime::parallel::for_each_chunk`...): each moved module under its old name.
@@ -29,6 +25,10 @@ pub use graph::{describe, dot, tensorboard};
 pub use kernels::{
     division, elementwise, layout, math, pool, reduce, reduce_blocks, selection, softmax,
 };
+#[doc(no_inline)]
+pub use linalg::gemm as matmul;
+#[doc(no_inline)]
+pub use linalg::{conv, conv_general, conv_pool, matmul_nd};
 
 pub use dtype::{DType, Element, Float, Numeric};
 pub use error::Error;

@@ -7,8 +7,8 @@ use crate::dtype::Element;
 use crate::error::Error;
 use crate::exec::buffer;
 use crate::kernels::layout::{check_perm, transpose_into};
-use crate::matmul::{no_epilogue, GemmElement};
-use crate::matmul_nd::{check, matmul_nd_into, NdMatmul};
+use crate::linalg::gemm::{no_epilogue, GemmElement};
+use crate::linalg::matmul_nd::{check, matmul_nd_into, NdMatmul};
 
 /// `matmul(a, b)`: `[.., m, k] x [.., k, n]`, the leading (batch) axes broadcast as NumPy
 /// does (`[B, H, S, D] x [B, H, D, S]`, `[B, S, D] x [D, E]`, `[B, 1, m, k] x [H, k, n]`).

@@ -21,8 +21,6 @@ pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
 pub use selection::*;
-// Dilated and depthwise convolutions live with their kernel.
-pub use crate::conv_general::{conv2d_dilated, depthwise_conv2d};
 
 /// Anything an eager op can read as a dynamic-rank view without copying.
 pub trait IntoView<'a, T> {

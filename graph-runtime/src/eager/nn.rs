@@ -1,16 +1,17 @@
-//! Eager neural-net ops: `conv2d` and `bias_add`, pooling, over ndarray operands, on the same kernels as compiled graphs.
+//! Eager neural-net ops: the convolutions, `bias_add` and pooling over ndarray operands, on the same kernels as compiled graphs.
 
 use ndarray::ArrayD;
 use rayon::prelude::*;
 
 use super::linalg::{contiguous, from_vec};
 use super::IntoView;
-use crate::conv::{conv2d_into, conv2d_output_hw, Padding};
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
-use crate::kernels::pool::{output_shape, pool2d_into, Pool2d, PoolKind};
-use crate::matmul::GemmElement;
+use crate::kernels::pool::{pool2d_into, Pool2d, PoolKind};
+use crate::linalg::conv::{conv2d_into, conv2d_output_hw, Padding};
+use crate::linalg::conv_general::{self, conv_general_into, ConvGeneral};
+use crate::linalg::gemm::GemmElement;
 
 /// `bias_add` splits its rows over rayon above this many elements.
 pub const BIAS_PARALLEL_ELEMS: usize = 1 << 15;
@@ -153,7 +154,7 @@ pub fn bias_add<'a, T: Numeric>(
 /// The eager form of a pooling op: checks, then the kernel of compiled graphs.
 fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
-    let shape = output_shape(x.shape(), pool)?;
+    let shape = crate::kernels::pool::output_shape(x.shape(), pool)?;
     let xs = x.as_standard_layout();
     let data = contiguous(&xs);
     let op = pool.kind.name();
@@ -201,4 +202,64 @@ pub fn avg_pool2d<'a, T: Float>(
             padding,
         },
     )
+}
+
+/// The eager form of a dilated or depthwise convolution: checks, then the kernel of compiled
+/// graphs.
+fn conv_eager<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    p: ConvGeneral,
+) -> Result<ArrayD<T>, Error> {
+    let (x, k) = (x.into_view(), k.into_view());
+    let shape = conv_general::output_shape(x.shape(), k.shape(), p)?;
+    let (xs, ks) = (x.as_standard_layout(), k.as_standard_layout());
+    let four = |s: &[usize]| [s[0], s[1], s[2], s[3]];
+    let mut out = vec![T::ZERO; shape.iter().product()];
+    conv_general_into(
+        contiguous(&xs),
+        four(x.shape()),
+        contiguous(&ks),
+        four(k.shape()),
+        p,
+        &mut out,
+        |_, _| {},
+    );
+    Ok(from_vec(shape.to_vec(), out))
+}
+
+/// `conv2d(x, k, stride, padding, dilations)`: TF's `tf.nn.conv2d` with `dilations`
+/// (`[rows, columns]`), NHWC input, HWIO kernel.
+pub fn conv2d_dilated<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: false,
+    };
+    conv_eager(x, k, p)
+}
+
+/// `depthwise_conv2d(x, k, stride, padding [, dilations])`: TF's `tf.nn.depthwise_conv2d`,
+/// NHWC input, `[KH, KW, C, M]` kernel, output channel `c * M + m`.
+pub fn depthwise_conv2d<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: true,
+    };
+    conv_eager(x, k, p)
 }

@@ -43,7 +43,7 @@ where
 
 /// A result of `len` elements written by `body`, which gets the buffer as an [`OutBuf`]
 /// (fresh: nothing initialised yet); or the error of an allocation that failed. For runtime
-/// kernels that store every element themselves (conv2d: [`crate::conv::conv2d_buf`]).
+/// kernels that store every element themselves (conv2d: [`crate::linalg::conv::conv2d_buf`]).
 pub fn fresh_with<T: Element>(
     op: &'static str,
     len: usize,

@@ -355,8 +355,8 @@ crate::multiversion! {
 
 #[cfg(test)]
 mod tests {
-    use crate::kernels::reduce::{sum_f32, sum_squares_f32};
     use super::*;
+    use crate::kernels::reduce::{sum_f32, sum_squares_f32};
 
     /// The reduction of the finished tensor, as the eager path computes it.
     fn reference(summand: Summand, x: &[f32]) -> f64 {

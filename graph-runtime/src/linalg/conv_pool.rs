@@ -4,7 +4,7 @@
 //! Conv → BiasAdd → Relu → MaxPool, the core of every small CNN). Pooled rows are cut into
 //! bands, per image, that run on rayon. A band needs convolution rows `r0..r1` (the rows its
 //! windows overlap, clipped to the output); it computes them with the same blocks of
-//! micro-kernel calls as [`crate::conv::conv2d_into`] (a pixel's value does not depend on the
+//! micro-kernel calls as [`crate::linalg::conv::conv2d_into`] (a pixel's value does not depend on the
 //! block it is computed in), hands them to the epilogue with their flat pixel index, exactly
 //! as the unfused kernel does, and pools them with [`crate::kernels::pool`]'s row routine. Results are
 //! therefore bit for bit those of conv2d, then the epilogue, then the pooling op. Rows no
@@ -17,11 +17,11 @@ use std::cell::RefCell;
 
 use rayon::prelude::*;
 
-use crate::conv::{
+use super::conv::{
     Algorithm, Padding, Prepared, BLOCKS_PER_THREAD, OUT_BLOCK_BYTES, SEQUENTIAL_MACS,
 };
+use super::gemm::GemmElement;
 use crate::kernels::pool::{input_rows, out_and_pad, pool_row, Pool2d, Window};
-use crate::matmul::GemmElement;
 
 /// The output shape `[N, PH, PW, Cout]` of the fused kernel, or `None` when the convolution
 /// or the pooling has no valid geometry (the callers check shapes before calling).
@@ -34,7 +34,7 @@ pub fn conv2d_pool_shape(
 ) -> Option<[usize; 4]> {
     let [n, h, w, _] = x_shape;
     let [kh, kw, _, cout] = k_shape;
-    let (oh, ow) = crate::conv::conv2d_output_hw(h, w, kh, kw, stride, padding)?;
+    let (oh, ow) = crate::linalg::conv::conv2d_output_hw(h, w, kh, kw, stride, padding)?;
     let (ph, _) = out_and_pad(oh, pool.ksize[0], pool.strides[0], pool.padding)?;
     let (pw, _) = out_and_pad(ow, pool.ksize[1], pool.strides[1], pool.padding)?;
     Some([n, ph, pw, cout])
@@ -42,7 +42,7 @@ pub fn conv2d_pool_shape(
 
 /// `out = pool(epilogue(conv2d(x, k)))` with `x` `[N, H, W, Cin]`, `k` `[KH, KW, Cin, Cout]`
 /// and `out` `[N, PH, PW, Cout]`, all row-major. `epilogue(first_pixel, block)` is called as
-/// [`crate::conv::conv2d_into`] calls it: on blocks of whole convolution pixels (`Cout`
+/// [`crate::linalg::conv::conv2d_into`] calls it: on blocks of whole convolution pixels (`Cout`
 /// elements each), `first_pixel` counted flat over `N, OH, OW`, rewriting them in place. It
 /// must compute each element from that element and the pixel index alone (it sees some
 /// convolution rows twice when pooling windows overlap, and never sees rows no window reads).

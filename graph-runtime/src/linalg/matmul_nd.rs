@@ -1,4 +1,4 @@
-//! N-D `matmul` with NumPy's broadcast batch dims (`[B, H, S, D] @ [B, H, D, S]`, `[B, S, D] @ [D, E]`), and either operand read transposed in place, on the GEMM of [`crate::matmul`].
+//! N-D `matmul` with NumPy's broadcast batch dims (`[B, H, S, D] @ [B, H, D, S]`, `[B, S, D] @ [D, E]`), and either operand read transposed in place, on the GEMM of [`crate::linalg::gemm`].
 //!
 //! The last two axes of each operand are the matrices; the axes before them are batch axes,
 //! right-aligned and broadcast as NumPy does (a 1 or a missing axis repeats the operand).
@@ -8,8 +8,8 @@
 
 use rayon::prelude::*;
 
+use super::gemm::{block_plan, matmul_into, GemmElement, MatmulDims, SEQUENTIAL_MACS};
 use crate::error::Error;
-use crate::matmul::{block_plan, matmul_into, GemmElement, MatmulDims, SEQUENTIAL_MACS};
 
 /// The sizes of an N-D product; batch shapes are right-aligned against each other.
 #[derive(Debug, Clone, Copy)]

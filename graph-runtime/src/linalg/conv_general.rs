@@ -1,4 +1,4 @@
-//! `conv2d` with `dilations` and `depthwise_conv2d` on NHWC tensors with TensorFlow's semantics: a direct kernel (compiled graphs and the eager ops), apart from conv.rs's im2col/GEMM path for plain convolutions.
+//! `conv2d` with `dilations` and `depthwise_conv2d` on NHWC tensors with TensorFlow's semantics: a direct kernel (which compiled graphs and the eager ops call), apart from conv.rs's im2col/GEMM path for plain convolutions.
 //!
 //! A dilation `d` spaces the kernel's taps `d` apart, so the window spans
 //! `(k - 1) * d + 1` input pixels; SAME and VALID sizes and padding use that span exactly as
@@ -8,10 +8,7 @@
 //! channel `c * M + m` (TF's layout). Each output pixel sums its taps in row-major order
 //! (rows, columns, input channels), so the result does not depend on the thread count.
 
-use ndarray::ArrayD;
-
 use crate::dtype::Numeric;
-use crate::eager::IntoView;
 use crate::error::Error;
 use crate::exec::parallel::for_each_chunk;
 use crate::kernels::padding::Padding;
@@ -123,7 +120,7 @@ pub fn output_shape(sx: &[usize], sk: &[usize], p: ConvGeneral) -> Result<[usize
 
 /// `out = conv(x, k)` (`x` `[N, H, W, C]`, `k` `[KH, KW, C, F]`, both row-major), then
 /// `epilogue(first_pixel, block)` on each finished block of output pixels, as
-/// [`crate::conv::conv2d_into`] does; pixels in parallel.
+/// [`crate::linalg::conv::conv2d_into`] does; pixels in parallel.
 ///
 /// Panics if the shapes disagree or a slice is too short (the callers check first).
 #[allow(clippy::too_many_arguments)]
@@ -191,63 +188,4 @@ pub fn conv_general_into<T: Numeric, E>(
         }
         epilogue(first, chunk);
     });
-}
-
-fn conv_eager<'a, T: Numeric>(
-    x: impl IntoView<'a, T>,
-    k: impl IntoView<'a, T>,
-    p: ConvGeneral,
-) -> Result<ArrayD<T>, Error> {
-    let (x, k) = (x.into_view(), k.into_view());
-    let shape = output_shape(x.shape(), k.shape(), p)?;
-    let (xs, ks) = (x.as_standard_layout(), k.as_standard_layout());
-    let four = |s: &[usize]| [s[0], s[1], s[2], s[3]];
-    let mut out = vec![T::ZERO; shape.iter().product()];
-    conv_general_into(
-        xs.as_slice().expect("standard layout"),
-        four(x.shape()),
-        ks.as_slice().expect("standard layout"),
-        four(k.shape()),
-        p,
-        &mut out,
-        |_, _| {},
-    );
-    Ok(ArrayD::from_shape_vec(ndarray::IxDyn(&shape), out)
-        .expect("the kernel filled exactly the output's elements"))
-}
-
-/// `conv2d(x, k, stride, padding, dilations)`: TF's `tf.nn.conv2d` with `dilations`
-/// (`[rows, columns]`), NHWC input, HWIO kernel.
-pub fn conv2d_dilated<'a, T: Numeric>(
-    x: impl IntoView<'a, T>,
-    k: impl IntoView<'a, T>,
-    stride: usize,
-    padding: Padding,
-    dilation: [usize; 2],
-) -> Result<ArrayD<T>, Error> {
-    let p = ConvGeneral {
-        stride,
-        dilation,
-        padding,
-        depthwise: false,
-    };
-    conv_eager(x, k, p)
-}
-
-/// `depthwise_conv2d(x, k, stride, padding [, dilations])`: TF's `tf.nn.depthwise_conv2d`,
-/// NHWC input, `[KH, KW, C, M]` kernel, output channel `c * M + m`.
-pub fn depthwise_conv2d<'a, T: Numeric>(
-    x: impl IntoView<'a, T>,
-    k: impl IntoView<'a, T>,
-    stride: usize,
-    padding: Padding,
-    dilation: [usize; 2],
-) -> Result<ArrayD<T>, Error> {
-    let p = ConvGeneral {
-        stride,
-        dilation,
-        padding,
-        depthwise: true,
-    };
-    conv_eager(x, k, p)
 }

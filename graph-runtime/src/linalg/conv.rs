@@ -10,9 +10,9 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
+use super::gemm::{row_align, GemmElement};
 use crate::dtype::Element;
 use crate::exec::out_buf::OutBuf;
-use crate::matmul::{row_align, GemmElement};
 
 // The padding modes are shared with pooling, so they live with the kernels; `conv::Padding`
 // is the path `#[graph]` code and the facade name them by.
@@ -222,7 +222,7 @@ pub fn conv2d_buf<T: GemmElement + Element, E, O>(
 
 /// A convolution resolved once (its geometry and, with a gather kernel, its offset tables),
 /// ready to compute any run of output pixels: [`conv2d_with`] hands it blocks of pixels, the
-/// fused conv2d + pooling kernel ([`crate::conv_pool`]) the rows its pooling windows read.
+/// fused conv2d + pooling kernel ([`crate::linalg::conv_pool`]) the rows its pooling windows read.
 pub(crate) struct Prepared {
     g: Geometry,
     /// Images in the batch.

@@ -1,0 +1,17 @@
+//! The linear algebra: the GEMM behind `matmul` ([`gemm`]), batched N-D products ([`matmul_nd`]) and the convolutions.
+//!
+//! Built on [`crate::exec`] and, for the padding modes and the pooling a fused convolution
+//! runs, on [`crate::kernels`]; nothing here knows about a session, the eager API or the
+//! graph description.
+//!
+//! - [`gemm`]: the packed GEMM with its fused epilogue, per-ISA micro-kernels and conv2d's
+//!   gather kernels (the flat path `matmul` names it);
+//! - [`matmul_nd`]: NumPy-style broadcast batches over the GEMM;
+//! - [`conv`]: conv2d as im2col or gather + GEMM; [`conv_general`]: dilated and depthwise
+//!   convolutions; [`conv_pool`]: conv2d and the pooling that follows it in one kernel.
+
+pub mod conv;
+pub mod conv_general;
+pub mod conv_pool;
+pub mod gemm;
+pub mod matmul_nd;
