@@ -49,7 +49,8 @@ fn detect_and_cache() -> Level {
 }
 
 fn detect() -> Level {
-    #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+    // Miri cannot run the vector kernels (nor `cpuid`): it gets the portable ones.
+    #[cfg(all(any(target_arch = "x86_64", target_arch = "x86"), not(miri)))]
     {
         if is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512vl")
@@ -94,13 +95,16 @@ pub fn avx512_tiles() -> bool {
 
 #[cold]
 fn detect_avx512_tiles() -> bool {
-    let forced = std::env::var("GRAFO_CPU_LEVEL").is_ok_and(|v| v == "avx512");
-    let wanted = match std::env::var("GRAFO_TALL_TILES").as_deref() {
-        Ok("0") => false,
-        Ok("1") => true,
-        _ => forced || !double_pumped_avx512(),
+    // The level first: below AVX-512 the answer is no whatever the environment says, and
+    // `double_pumped_avx512`'s `cpuid` (which Miri cannot run) is not reached.
+    let tiles = level() == Level::Avx512 && {
+        let forced = std::env::var("GRAFO_CPU_LEVEL").is_ok_and(|v| v == "avx512");
+        match std::env::var("GRAFO_TALL_TILES").as_deref() {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => forced || !double_pumped_avx512(),
+        }
     };
-    let tiles = level() == Level::Avx512 && wanted;
     AVX512_TILES.store(if tiles { 2 } else { 1 }, Ordering::Relaxed);
     tiles
 }
@@ -119,7 +123,7 @@ pub fn wide_tiles() -> bool {
 
 /// Whether this is an AMD Zen 4 (family 0x19), whose AVX-512 runs on 256-bit units.
 fn double_pumped_avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         use std::arch::x86_64::__cpuid;
         // SAFETY: CPUID leaves 0 and 1 exist on every x86-64 CPU. (`__cpuid` is a safe
@@ -135,7 +139,7 @@ fn double_pumped_avx512() -> bool {
         };
         amd && family == 0x19
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(any(not(target_arch = "x86_64"), miri))]
     false
 }
 

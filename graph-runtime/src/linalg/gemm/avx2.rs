@@ -129,6 +129,9 @@ macro_rules! kernel_impl {
             const MR: usize = MR;
             const NR: usize = $nr;
 
+            /// # Safety
+            /// As for [`Kernel::packed`] (`MR = 6`, `NR` 16 for f32 and 8 for f64), on a CPU
+            /// with AVX2 and FMA (`level()` at least `Level::Avx2Fma`).
             #[inline]
             unsafe fn packed(
                 kc: usize,
@@ -146,6 +149,9 @@ macro_rules! kernel_impl {
                 }
             }
 
+            /// # Safety
+            /// As for [`Kernel::rows`] (`MR = 6`, `NR` 16 for f32 and 8 for f64), on a CPU
+            /// with AVX2 and FMA (`level()` at least `Level::Avx2Fma`).
             #[inline]
             unsafe fn rows(
                 kc: usize,

@@ -129,6 +129,10 @@ macro_rules! kernel_impl {
             const MR: usize = MR;
             const NR: usize = $nr;
 
+            /// # Safety
+            /// As for [`Kernel::packed`] (`MR = 24`, `NR` 16 for f32 and 8 for f64), on a CPU
+            /// with AVX-512 F/VL/BW/DQ, AVX2 and FMA
+            /// (`level()` is `Level::Avx512`).
             #[inline]
             unsafe fn packed(
                 kc: usize,
@@ -146,6 +150,10 @@ macro_rules! kernel_impl {
                 }
             }
 
+            /// # Safety
+            /// As for [`Kernel::rows`] (`MR = 24`, `NR` 16 for f32 and 8 for f64), on a CPU
+            /// with AVX-512 F/VL/BW/DQ, AVX2 and FMA
+            /// (`level()` is `Level::Avx512`).
             #[inline]
             unsafe fn rows(
                 kc: usize,

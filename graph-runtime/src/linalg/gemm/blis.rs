@@ -201,6 +201,10 @@ macro_rules! pack_elem {
                 PNR
             }
 
+            /// # Safety
+            /// As for [`PackElem::pack_slice`]: `b` valid for `kc` rows of `nc` at stride
+            /// `ldb`; `dst` holds the packed slice (`kc * round_up(nc, nr)` elements, which
+            /// the packing loops check).
             #[inline]
             unsafe fn pack_slice(kc: usize, nc: usize, nr: usize, b: *const $t, ldb: usize, dst: &mut [$t]) {
                 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
@@ -223,6 +227,12 @@ macro_rules! pack_elem {
                 KC.min(k)
             }
 
+            /// # Safety
+            /// As for [`PackElem::dispatch_on`]: `m, n, k > 0`; `a` valid for `m` rows of `k`
+            /// at stride `lda`; `b` valid for `k` rows and `n` columns as its [`BSrc`] says
+            /// (a pre-packed one packed by `prepack_b` for this CPU, with `j0 + n <= n_pad`);
+            /// `c` valid for `m` rows of `n` at stride `ldc`, overlapping neither and touched
+            /// by no other thread during the call.
             #[inline]
             unsafe fn dispatch_on(
                 m: usize,

@@ -244,6 +244,11 @@ macro_rules! prepack_impl {
             })
         }
 
+        /// # Safety
+        /// As for [`GemmElement::gemm_prepacked`]: `a` valid for `m` rows of `k` at stride
+        /// `lda`, `c` for `m` rows of `w` at stride `ldc`, overlapping neither `a` nor the
+        /// packed `b` and touched by no other thread during the call. `b` itself is checked:
+        /// its depth must be `k`, and columns `j0..j0 + w` inside its packed width.
         #[inline]
         unsafe fn gemm_prepacked(
             m: usize,
@@ -301,6 +306,10 @@ impl GemmElement for f32 {
     scratch_impl!(f32);
     prepack_impl!(f32);
 
+    /// # Safety
+    /// As for [`GemmElement::gemm_strided_bt`]: `a` valid for `m` rows of `k` at stride
+    /// `lda`, `b` for `n` rows of `k` at stride `ldbt`, `c` for `m` rows of `n` at stride
+    /// `ldc`; `c` overlaps neither and no other thread touches it during the call.
     #[inline]
     unsafe fn gemm_strided_bt(
         m: usize,
@@ -373,6 +382,10 @@ impl GemmElement for f32 {
         gather::gemm_gather_strided(src, first, stride, rows, cols, b, n, out)
     }
 
+    /// # Safety
+    /// As for [`GemmElement::gemm_strided`]: `a` valid for `m` rows of `k` at stride `lda`,
+    /// `b` for `k` rows of `n` at stride `ldb`, `c` for `m` rows of `n` at stride `ldc`; `c`
+    /// overlaps neither and no other thread touches it during the call.
     #[inline]
     unsafe fn gemm_strided(
         m: usize,
@@ -399,6 +412,10 @@ impl GemmElement for f64 {
     scratch_impl!(f64);
     prepack_impl!(f64);
 
+    /// # Safety
+    /// As for [`GemmElement::gemm_strided_bt`]: `a` valid for `m` rows of `k` at stride
+    /// `lda`, `b` for `n` rows of `k` at stride `ldbt`, `c` for `m` rows of `n` at stride
+    /// `ldc`; `c` overlaps neither and no other thread touches it during the call.
     #[inline]
     unsafe fn gemm_strided_bt(
         m: usize,
@@ -425,6 +442,10 @@ impl GemmElement for f64 {
         blis::reserve::<f64>(threads)
     }
 
+    /// # Safety
+    /// As for [`GemmElement::gemm_strided`]: `a` valid for `m` rows of `k` at stride `lda`,
+    /// `b` for `k` rows of `n` at stride `ldb`, `c` for `m` rows of `n` at stride `ldc`; `c`
+    /// overlaps neither and no other thread touches it during the call.
     #[inline]
     unsafe fn gemm_strided(
         m: usize,
@@ -450,6 +471,10 @@ impl GemmElement for f64 {
 impl GemmElement for i32 {
     scratch_impl!(i32);
 
+    /// # Safety
+    /// As for [`GemmElement::gemm_strided`]: `a` valid for `m` rows of `k` at stride `lda`,
+    /// `b` for `k` rows of `n` at stride `ldb`, `c` for `m` rows of `n` at stride `ldc`; `c`
+    /// overlaps neither and no other thread touches it during the call.
     #[inline]
     unsafe fn gemm_strided(
         m: usize,
@@ -469,6 +494,10 @@ impl GemmElement for i32 {
 impl GemmElement for i64 {
     scratch_impl!(i64);
 
+    /// # Safety
+    /// As for [`GemmElement::gemm_strided`]: `a` valid for `m` rows of `k` at stride `lda`,
+    /// `b` for `k` rows of `n` at stride `ldb`, `c` for `m` rows of `n` at stride `ldc`; `c`
+    /// overlaps neither and no other thread touches it during the call.
     #[inline]
     unsafe fn gemm_strided(
         m: usize,

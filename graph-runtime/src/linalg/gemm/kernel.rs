@@ -7,8 +7,11 @@ use super::blis::PackElem;
 
 /// Where a micro-kernel reads element `(r, p)` of its `MR x kc` left operand.
 pub trait ASrc<T>: Copy {
+    /// The address of element `(r, p)`.
+    ///
     /// # Safety
-    /// `r < MR`, `p < kc`, within what the source was built for.
+    /// `r < MR` and `p < kc`, where `MR` and `kc` are the rows and steps the source was built
+    /// for: the address then lies inside the allocation the source reads.
     unsafe fn at(self, r: usize, p: usize) -> *const T;
 
     /// Hints that element `(r, p)` of the next tile, `r` counted from this tile's first
@@ -28,6 +31,8 @@ pub trait ASrc<T>: Copy {
 pub struct Packed<T, const MR: usize>(pub *const T);
 
 impl<T: Copy, const MR: usize> ASrc<T> for Packed<T, MR> {
+    /// # Safety
+    /// As for [`ASrc::at`]: `r < MR` and `p < kc`, the panel holding `kc * MR` elements.
     #[inline(always)]
     unsafe fn at(self, r: usize, p: usize) -> *const T {
         // SAFETY: the caller keeps (r, p) inside the panel.
@@ -40,6 +45,8 @@ impl<T: Copy, const MR: usize> ASrc<T> for Packed<T, MR> {
 pub struct Rows<T, const MR: usize>(pub [*const T; MR]);
 
 impl<T: Copy, const MR: usize> ASrc<T> for Rows<T, MR> {
+    /// # Safety
+    /// As for [`ASrc::at`]: `r < MR` and `p < kc`, row `r` holding at least `kc` elements.
     #[inline(always)]
     unsafe fn at(self, r: usize, p: usize) -> *const T {
         // SAFETY: the caller keeps (r, p) inside the rows.
@@ -55,6 +62,9 @@ pub struct Gather<T, const MR: usize> {
 }
 
 impl<T: Copy, const MR: usize> ASrc<T> for Gather<T, MR> {
+    /// # Safety
+    /// As for [`ASrc::at`]: `r < MR` and `p < kc`, the column table holding `kc` offsets and
+    /// `rows[r] + cols[p]` lying inside the gathered source.
     #[inline(always)]
     unsafe fn at(self, r: usize, p: usize) -> *const T {
         // SAFETY: the caller keeps (r, p) inside the tables, which index inside the source.
@@ -72,12 +82,18 @@ pub struct Strided<T, const RS: usize> {
 }
 
 impl<T: Copy, const RS: usize> ASrc<T> for Strided<T, RS> {
+    /// # Safety
+    /// As for [`ASrc::at`]: `r` below the tile's rows and `p < kc`, the column table holding
+    /// `kc` offsets and `base + r * RS + cols[p]` lying inside the source.
     #[inline(always)]
     unsafe fn at(self, r: usize, p: usize) -> *const T {
         // SAFETY: the caller keeps (r, p) inside the run, which lies inside the source.
         unsafe { self.base.add(r * RS + *self.cols.add(p)) }
     }
 
+    /// # Safety
+    /// As for [`ASrc::prefetch`]: `p < kc`, the column table holding `kc` offsets (`r` and
+    /// the address it gives are free: a prefetch of any address neither reads nor faults).
     #[inline(always)]
     unsafe fn prefetch(self, r: usize, p: usize) {
         // The next tile of a run of pixels continues the progression; past the run's end
@@ -109,7 +125,10 @@ pub trait Kernel {
     /// packed (`p * NR + j`); adds to `c` when `accumulate`, else overwrites it.
     ///
     /// # Safety
-    /// The panels hold `kc` steps; `c` is valid for `mr` rows of `nr` at stride `ldc`.
+    /// The CPU runs the kernel's instruction set; `a` holds `kc` steps of `MR` values and `b`
+    /// `kc` steps of `NR` (both aligned for `T`); `mr <= MR`, `nr <= NR`, and `c` is valid for
+    /// reads and writes of `mr` rows of `nr` at stride `ldc`, overlaps neither panel and is
+    /// touched by no other thread during the call.
     #[allow(clippy::too_many_arguments)]
     unsafe fn packed(
         kc: usize,
@@ -125,7 +144,8 @@ pub trait Kernel {
     /// As [`Kernel::packed`] but `a`'s `mr` rows are read in place (`a + r * lda + p`).
     ///
     /// # Safety
-    /// As for [`Kernel::packed`], and `a` is valid for `mr` rows of `kc` at stride `lda`.
+    /// As for [`Kernel::packed`], with `1 <= mr` and `a` valid for `mr` rows of `kc` at
+    /// stride `lda` in place of a packed panel.
     #[allow(clippy::too_many_arguments)]
     unsafe fn rows(
         kc: usize,

@@ -54,6 +54,8 @@ impl<T: PackElem> Kernel for Portable<T> {
     const MR: usize = PMR;
     const NR: usize = PNR;
 
+    /// # Safety
+    /// As for [`Kernel::packed`], with `MR = 4` and `NR = 8`; no CPU feature is needed.
     #[inline]
     unsafe fn packed(
         kc: usize,
@@ -70,6 +72,8 @@ impl<T: PackElem> Kernel for Portable<T> {
         unsafe { portable_tile(kc, a, b, c, ldc, mr, nr, accumulate) }
     }
 
+    /// # Safety
+    /// As for [`Kernel::rows`], with `MR = 4` and `NR = 8`; no CPU feature is needed.
     #[inline]
     unsafe fn rows(
         kc: usize,
