@@ -1,6 +1,6 @@
 //! Emits `NAME::eager`: the unoptimised graph run op by op through `grafo::eager`, each op allocating its result, `if` as a plain Rust `if`.
 
-use super::{elem_ty, shape_expr};
+use super::{elem_ty, padding_tokens, shape_expr};
 use crate::emit::compiled::literal;
 use crate::emit::{format_ident, quote};
 use crate::ir::*;
@@ -265,10 +265,7 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
         }
         Op::Conv2d { stride, padding } => {
             let (x, k) = (&ins[0], &ins[1]);
-            let pad = match padding {
-                Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
-                Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
-            };
+            let pad = padding_tokens(*padding);
             quote!(#ev::conv2d(#x, #k, #stride, #pad)?)
         }
         Op::ConvGeneral {
@@ -278,10 +275,7 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             depthwise,
         } => {
             let (x, k) = (&ins[0], &ins[1]);
-            let pad = match padding {
-                Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
-                Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
-            };
+            let pad = padding_tokens(*padding);
             let f = if *depthwise {
                 format_ident!("depthwise_conv2d")
             } else {
@@ -297,10 +291,7 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
         } => {
             let x = &ins[0];
             let f = format_ident!("{}", kind.name());
-            let pad = match padding {
-                Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
-                Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
-            };
+            let pad = padding_tokens(*padding);
             let ([kh, kw], [sh, sw]) = (ksize, strides);
             quote!(#ev::#f(#x, [#kh, #kw], [#sh, #sw], #pad)?)
         }

@@ -26,9 +26,17 @@ pub mod describe;
 pub mod eager;
 pub mod flat;
 
-use crate::ir::{DType, Dim, Graph, Monomial, Op, Param, Shape};
+use crate::ir::{DType, Dim, Graph, Monomial, Op, Padding, Param, Shape};
 use crate::signature::ResultTree;
 use proc_macro2::{Ident, Span, TokenStream};
+
+/// The runtime's `conv::Padding` value for `padding` (convolution and pooling alike).
+pub(crate) fn padding_tokens(padding: Padding) -> TokenStream {
+    match padding {
+        Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
+        Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
+    }
+}
 
 /// The Rust type of an element.
 pub fn elem_ty(dt: DType) -> TokenStream {

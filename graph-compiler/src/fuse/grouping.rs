@@ -1,10 +1,7 @@
 //! Grouping: which values are materialised, and the fused groups over the rest (elementwise loops, reductions with their producer, matmul/conv2d epilogues, conv2d + pooling, reductions a conv2d records).
 
-use super::plan::classify;
-use super::plan::loop_plan;
-use super::Group;
-use super::GroupKind;
-use super::Plan;
+use super::plan::{classify, loop_plan};
+use super::{Group, GroupKind, Plan};
 use crate::ir::*;
 use crate::passes::PassConfig;
 

@@ -1,12 +1,9 @@
 //! The loop plan of a fused group: its loop kind, iteration shape and row split, flatness, each leaf's class, and the fused ops in evaluation order.
 
-use super::grouping::collect_tree;
-use super::grouping::epilogue_root;
-use super::grouping::reduction_can_fuse;
-use super::grouping::reduction_split;
-use super::grouping::tree_leaves;
-use super::Group;
-use super::GroupKind;
+use super::grouping::{
+    collect_tree, epilogue_root, reduction_can_fuse, reduction_split, tree_leaves,
+};
+use super::{Group, GroupKind};
 use crate::ir::*;
 
 /// How one leaf of a fused expression is read, relative to the group's rows.

@@ -2,9 +2,7 @@
 
 use super::op::Op;
 use super::span::SpanRange;
-use super::types::DType;
-use super::types::Scalar;
-use super::types::Shape;
+use super::types::{DType, Scalar, Shape};
 use proc_macro2::Span;
 use std::fmt;
 

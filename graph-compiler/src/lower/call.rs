@@ -3,8 +3,7 @@
 use super::args::padding_of;
 use super::context::Value;
 use super::expr::unwrapped;
-use super::Lowerer;
-use super::Span;
+use super::{Lowerer, Span};
 use crate::ir::*;
 use crate::ops::{self, Kind, Lowering, OpRow, TypeParam};
 use syn::{Expr, Lit};

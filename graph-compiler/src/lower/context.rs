@@ -1,7 +1,6 @@
 //! The lowering context: the `Lowerer` state, the values names hold and their bindings, and pushing typed (or poisoned) nodes.
 
-use super::Callees;
-use super::Span;
+use super::{Callees, Span};
 use crate::diag::Diagnostics;
 use crate::infer;
 use crate::ir::*;

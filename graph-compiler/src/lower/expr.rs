@@ -1,9 +1,7 @@
 //! Expressions: operators, paths and names, tensors of values, and host expressions (parameters and consts used as scalars or in host conditions).
 
-use super::context::Binding;
-use super::context::Value;
-use super::Lowerer;
-use super::Span;
+use super::context::{Binding, Value};
+use super::{Lowerer, Span};
 use crate::ir::*;
 use proc_macro2::TokenStream;
 use quote::quote;

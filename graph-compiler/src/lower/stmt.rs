@@ -1,9 +1,7 @@
 //! Statements: blocks and their scopes, items, `let` with its annotation and pattern, expression statements.
 
-use super::const_literal;
 use super::context::Value;
-use super::Lowerer;
-use super::Span;
+use super::{const_literal, Lowerer, Span};
 use crate::ir::*;
 use std::collections::HashMap;
 use syn::{Expr, Pat, Stmt};

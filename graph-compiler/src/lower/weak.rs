@@ -1,7 +1,6 @@
 //! Weak literals: a literal typed by its partner, retyped or made concrete when its dtype is known, and checked against that dtype's range.
 
-use super::Lowerer;
-use super::Span;
+use super::{Lowerer, Span};
 use crate::ir::*;
 
 /// The values of a dtype, for messages.

@@ -1,8 +1,7 @@
 //! Finding a row: by name, by IR op (the eager operands function), and the nearest name for the unknown-op message.
 
 use super::table::OPS;
-use super::Eager;
-use super::OpRow;
+use super::{Eager, OpRow};
 use crate::ir::Op;
 use std::fmt::Write as _;
 

@@ -1,11 +1,7 @@
 //! `docs/OPS.md`, rendered from the table and the operators' list.
 
-use super::table::ANY;
-use super::table::NUMBER;
-use super::table::OPS;
-use super::Eager;
-use super::Family;
-use super::OpRow;
+use super::table::{ANY, NUMBER, OPS};
+use super::{Eager, Family, OpRow};
 use std::fmt::Write as _;
 
 /// `docs/OPS.md`, the op reference, rendered from [`OPS`].

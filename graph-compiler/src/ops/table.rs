@@ -1,14 +1,6 @@
 //! The table itself: one `OpRow` per op, grouped by family, with the argument lists and dtype sets the rows share.
 
-use super::ArgSpec;
-use super::Eager;
-use super::Family;
-use super::Kind;
-use super::Lowering;
-use super::Need;
-use super::OpRow;
-use super::Selection;
-use super::TypeParam;
+use super::{ArgSpec, Eager, Family, Kind, Lowering, Need, OpRow, Selection, TypeParam};
 use crate::ir::{AssertKind, BinaryOp, PoolKind, ReduceKind, UnaryOp};
 
 const fn req(name: &'static str, kind: Kind) -> ArgSpec {

@@ -1,11 +1,8 @@
 //! Buffers of the compiled body: where a value's buffer comes from (a plan slot, an input overwritten in place, a fresh one), its frees, and reading a value as a slice, a scalar or an owned copy.
 
 use super::scalar::scalar_op;
-use super::v;
-use super::Emitter;
-use super::Store;
-use crate::emit::{elem_ty, len_expr};
-use crate::emit::{format_ident, quote};
+use super::{v, Emitter, Store};
+use crate::emit::{elem_ty, format_ident, len_expr, quote};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 

@@ -1,10 +1,7 @@
 //! Control groups: runtime asserts, and a cond with its two arms (only the taken arm runs).
 
-use super::v;
-use super::Emitter;
-use super::Store;
-use crate::emit::{elem_ty, len_expr, shape_expr};
-use crate::emit::{format_ident, quote};
+use super::{v, Emitter, Store};
+use crate::emit::{elem_ty, format_ident, len_expr, quote, shape_expr};
 use crate::fuse::Group;
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};

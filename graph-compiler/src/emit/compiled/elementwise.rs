@@ -1,13 +1,8 @@
 //! An elementwise group: its fused loop as a kernel, called by the parallel row or flat driver.
 
-use super::loops::rows_kernel;
-use super::loops::rows_writer_kernel;
-use super::loops::LoopLeaves;
-use super::v;
-use super::Emitter;
-use super::Store;
-use crate::emit::quote;
-use crate::emit::{elem_ty, len_expr};
+use super::loops::{rows_kernel, rows_writer_kernel, LoopLeaves};
+use super::{v, Emitter, Store};
+use crate::emit::{elem_ty, len_expr, quote};
 use crate::fuse::Group;
 use proc_macro2::TokenStream;
 

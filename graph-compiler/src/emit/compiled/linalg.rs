@@ -1,13 +1,8 @@
 //! `matmul` and `conv2d` groups, with the fused elementwise tail (bias, activation, pooling, recorded reductions) applied to each output block.
 
-use super::loops::multi_rows_kernel;
-use super::loops::rows_kernel;
-use super::loops::LoopLeaves;
-use super::loops::MULTI_ROW_MAX;
-use super::v;
-use super::Emitter;
-use crate::emit::{elem_ty, len_expr, shape_expr};
-use crate::emit::{format_ident, quote};
+use super::loops::{multi_rows_kernel, rows_kernel, LoopLeaves, MULTI_ROW_MAX};
+use super::{v, Emitter};
+use crate::emit::{elem_ty, format_ident, len_expr, padding_tokens, quote, shape_expr};
 use crate::fuse::{Group, GroupKind, LeafClass};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
@@ -112,10 +107,7 @@ impl<'a> Emitter<'a> {
             Op::Conv2d { stride, padding } => {
                 let xs = shape_expr(&shape_a);
                 let ks = shape_expr(&shape_b);
-                let pad = match padding {
-                    Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
-                    Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
-                };
+                let pad = padding_tokens(padding);
                 let call_epi = match &epilogue {
                     Some((kn, args)) => {
                         quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) })
@@ -179,10 +171,7 @@ impl<'a> Emitter<'a> {
             } => {
                 let xs = shape_expr(&shape_a);
                 let ks = shape_expr(&shape_b);
-                let pad = match padding {
-                    Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
-                    Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
-                };
+                let pad = padding_tokens(padding);
                 let call_epi = match &epilogue {
                     Some((kn, args)) => {
                         quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) })
@@ -214,10 +203,7 @@ pub fn pool_tokens(
         PoolKind::Max => quote!(::grafo::__private::pool::PoolKind::Max),
         PoolKind::Avg => quote!(::grafo::__private::pool::PoolKind::Avg),
     };
-    let pad = match padding {
-        Padding::Same => quote!(::grafo::__private::conv::Padding::Same),
-        Padding::Valid => quote!(::grafo::__private::conv::Padding::Valid),
-    };
+    let pad = padding_tokens(padding);
     let ([kh, kw], [sh, sw]) = (ksize, strides);
     quote!(::grafo::__private::pool::Pool2d { kind: #kind, ksize: [#kh, #kw], strides: [#sh, #sw], padding: #pad })
 }

@@ -2,8 +2,7 @@
 
 use super::scalar::scalar_op;
 use super::Emitter;
-use crate::emit::{elem_ty, shape_expr};
-use crate::emit::{format_ident, quote};
+use crate::emit::{elem_ty, format_ident, quote, shape_expr};
 use crate::fuse::{LeafClass, LoopPlan};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};

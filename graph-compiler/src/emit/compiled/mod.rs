@@ -5,8 +5,7 @@
 //! decides how the code looks (kernels, parallel drivers, buffers, in-place writes, row
 //! fusion of consecutive loops over the same rows), never which values a loop reads or how.
 
-use crate::emit::{dim_value, elem_ty, shape_expr};
-use crate::emit::{format_ident, quote};
+use crate::emit::{dim_value, elem_ty, format_ident, quote, shape_expr};
 use crate::fuse::{Group, GroupKind, Plan};
 use crate::ir::*;
 use crate::schedule::Schedule;

@@ -3,11 +3,8 @@
 use super::linalg::lanes_ident;
 use super::loops::LoopLeaves;
 use super::scalar::numeric;
-use super::v;
-use super::Emitter;
-use super::Store;
-use crate::emit::{elem_ty, len_expr, shape_expr};
-use crate::emit::{format_ident, quote};
+use super::{v, Emitter, Store};
+use crate::emit::{elem_ty, format_ident, len_expr, quote, shape_expr};
 use crate::fuse::{Group, LoopKind};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};

@@ -1,12 +1,8 @@
 //! Regions of the schedule: a region's groups in order with their frees, the size checks before it runs, and forked branches run side by side.
 
 use super::buffers::elem_bytes;
-use super::copies_first;
-use super::v;
-use super::Emitter;
-use super::Store;
-use crate::emit::{elem_ty, shape_expr};
-use crate::emit::{format_ident, quote};
+use super::{copies_first, v, Emitter, Store};
+use crate::emit::{elem_ty, format_ident, quote, shape_expr};
 use crate::fuse::GroupKind;
 use crate::ir::*;
 use crate::schedule::Fork;

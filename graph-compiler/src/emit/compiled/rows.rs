@@ -1,12 +1,8 @@
 //! Row fusion: consecutive loops over the same rows emitted as one parallel loop that computes every group row by row.
 
-use super::loops::LoopLeaves;
-use super::loops::SharedDivisionTree;
-use super::v;
-use super::Emitter;
-use super::Store;
-use crate::emit::{elem_ty, len_expr};
-use crate::emit::{format_ident, quote};
+use super::loops::{LoopLeaves, SharedDivisionTree};
+use super::{v, Emitter, Store};
+use crate::emit::{elem_ty, format_ident, len_expr, quote};
 use crate::fuse::{Group, GroupKind, LeafClass, LoopKind, LoopPlan};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};

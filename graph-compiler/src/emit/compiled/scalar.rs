@@ -1,7 +1,6 @@
 //! The scalar code of one elementwise op: literals of each dtype and each op's expression over its operands' expressions (shared by the fused loops and the eager body).
 
-use crate::emit::elem_ty;
-use crate::emit::{format_ident, quote};
+use crate::emit::{elem_ty, format_ident, quote};
 use crate::ir::*;
 use proc_macro2::{Ident, TokenStream};
 

@@ -1,8 +1,7 @@
 //! Assembly ops: `concat`, `stack`, `split`, `tile`, `pad`, `expand_dims` and `squeeze`.
 
 use crate::ir::*;
-use crate::lower::Lowerer;
-use crate::lower::{Span, Value};
+use crate::lower::{Lowerer, Span, Value};
 use syn::Expr;
 
 impl Lowerer<'_> {

@@ -1,8 +1,7 @@
 //! Index-valued ops: `gather`, `one_hot`, `argmax`/`argmin` and `range`.
 
 use crate::ir::*;
-use crate::lower::Lowerer;
-use crate::lower::{Span, Value};
+use crate::lower::{Lowerer, Span, Value};
 use syn::Expr;
 
 impl Lowerer<'_> {

@@ -2,8 +2,7 @@
 
 use super::slice::slice_shape;
 use crate::ir::*;
-use crate::lower::Lowerer;
-use crate::lower::{Span, Value};
+use crate::lower::{Lowerer, Span, Value};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::Expr;
 

@@ -1,8 +1,7 @@
 //! Slice shapes and TF's `slice` and `strided_slice` (with their masks): the element count of each axis, static or symbolic.
 
 use crate::ir::*;
-use crate::lower::Lowerer;
-use crate::lower::{Span, Value};
+use crate::lower::{Lowerer, Span, Value};
 use syn::Expr;
 
 /// The size of a slice along one axis of size `len` (TF and ndarray's rules, as the kernel).
