@@ -284,6 +284,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
                         && last_use[l.0] == Some(g.id)
                         && aliases_end(graph, plan, &last_use, l) <= g.id
                         && !is_arm_output(graph, l)
+                        && !graph.outputs.contains(&l)
                 })
             })
             .flatten();

@@ -85,6 +85,10 @@ impl Lowerer<'_> {
             Lowering::Pool(kind) => Value::Tensor(self.pool_call(kind, &call)),
             Lowering::Softmax { log } => Value::Tensor(self.lower_softmax(log, &call)),
             Lowering::Selection(sel) => self.selection_call(sel, &call),
+            Lowering::Gradients => self.lower_gradients(&call),
+            Lowering::StopGradient => Value::Tensor(self.lower_stop_gradient(&call)),
+            Lowering::Loss(loss) => Value::Tensor(self.lower_loss(loss, &call)),
+            Lowering::Optimizer(opt) => self.lower_optimizer(opt, &call),
             Lowering::Assert(kind) => {
                 self.lower_assert(kind, &call);
                 Value::Unit
@@ -154,7 +158,7 @@ impl Lowerer<'_> {
         let e = unwrapped(e);
         let list = matches!(e, Expr::Array(_));
         match kind {
-            Kind::Tensor | Kind::Scalar | Kind::Number | Kind::Mask => true,
+            Kind::Tensor | Kind::Scalar | Kind::Number | Kind::Mask | Kind::Wrt => true,
             Kind::Tensors | Kind::Ints | Kind::Dims | Kind::Pads => list,
             Kind::Axis | Kind::Int => self.literal_int(e).is_some(),
             Kind::Axes | Kind::Window | Kind::Count => list || self.literal_int(e).is_some(),

@@ -49,6 +49,8 @@ pub(super) struct Lowerer<'a> {
     pub(super) callees: &'a Callees,
     /// While a callee is inlined: the root function's dim each of its symbols stands for.
     pub(super) dim_subst: HashMap<String, Dim>,
+    /// The results of `stop_gradient`, through which `gradients` passes nothing.
+    pub(super) stopped: std::collections::HashSet<NodeId>,
 }
 
 fn line_of(span: Span) -> u32 {

@@ -15,7 +15,9 @@
 //! unary/select/cast), `constant.rs` (scalar and array constants), `activations.rs` (gelu,
 //! leaky_relu and the composite normalisations), `reduce.rs`, `linalg.rs`, `nn.rs`
 //! (convolution, pooling, bias_add, softmax), `selection/`, `checks.rs` (`assert_*`),
-//! `control.rs` (`if` and `for`) and `inline.rs` (calls of other graph functions).
+//! `control.rs` (`if` and `for`), `inline.rs` (calls of other graph functions) and
+//! `training.rs` (losses and optimizer updates). `autodiff/` is `gradients`: reverse-mode
+//! differentiation of the graph lowered so far, with `build.rs`'s node builders.
 
 use crate::diag::Diagnostics;
 use crate::ir::*;
@@ -33,6 +35,8 @@ type Span = SpanRange;
 
 mod activations;
 mod args;
+mod autodiff;
+mod build;
 mod call;
 mod checks;
 mod constant;
@@ -47,6 +51,8 @@ mod nn;
 mod reduce;
 mod selection;
 mod stmt;
+mod training;
+pub use training::{Loss, Optimizer};
 mod weak;
 pub use selection::attrs as selection_attrs;
 
@@ -76,6 +82,7 @@ pub fn lower(
         operator: None,
         callees,
         dim_subst: HashMap::new(),
+        stopped: Default::default(),
     };
     for (i, p) in params.iter().enumerate() {
         match p {

@@ -4,6 +4,7 @@
 //! name for a typo), `markdown.rs` renders `docs/OPS.md`.
 
 use crate::ir::{AssertKind, BinaryOp, PoolKind, ReduceKind, UnaryOp};
+use crate::lower::{Loss, Optimizer};
 use std::fmt::Write as _;
 
 mod lookup;
@@ -25,17 +26,19 @@ pub enum Family {
     Linalg,
     Nn,
     Selection,
+    Train,
     Check,
 }
 
 impl Family {
-    pub const ALL: [Family; 7] = [
+    pub const ALL: [Family; 8] = [
         Family::Create,
         Family::Elementwise,
         Family::Reduce,
         Family::Linalg,
         Family::Nn,
         Family::Selection,
+        Family::Train,
         Family::Check,
     ];
 
@@ -47,6 +50,7 @@ impl Family {
             Family::Linalg => "Linear algebra and shapes",
             Family::Nn => "Neural networks",
             Family::Selection => "Selection and assembly",
+            Family::Train => "Training",
             Family::Check => "Checks",
         }
     }
@@ -147,6 +151,8 @@ pub enum Kind {
     Padding,
     /// A string literal.
     Message,
+    /// A tensor or a tuple of tensors `(a, b, ...)` (what `gradients` differentiates with respect to).
+    Wrt,
     /// A bit mask: an integer literal or `const`, bits combined with `|` and `<<`
     /// (`strided_slice`'s masks, checked by its lowering).
     Mask,
@@ -171,6 +177,7 @@ impl Kind {
             Kind::Bool => "the literal `true` or `false`",
             Kind::Padding => "`SAME` or `VALID`",
             Kind::Message => "a string literal",
+            Kind::Wrt => "a tensor or a tuple of tensors `(a, b, ...)`",
             Kind::Mask => {
                 "a non-negative integer literal or `const` (bits combined with `|` and `<<`)"
             }
@@ -186,6 +193,7 @@ impl Kind {
             Kind::Pads => "[[before, after], ...]".into(),
             Kind::Count => "n | [sizes]".into(),
             Kind::Message => "\"msg\"".into(),
+            Kind::Wrt => "x or (x1, x2, ...)".into(),
             _ => name.into(),
         }
     }
@@ -225,6 +233,10 @@ pub enum Lowering {
     BatchNormalization,
     LayerNorm,
     Selection(Selection),
+    Gradients,
+    StopGradient,
+    Loss(Loss),
+    Optimizer(Optimizer),
     Assert(AssertKind),
 }
 

@@ -45,6 +45,10 @@ fn rows_are_consistent() {
             }
             Lowering::Selection(_) => r.family == Family::Selection,
             Lowering::Assert(_) => r.family == Family::Check,
+            Lowering::Gradients
+            | Lowering::StopGradient
+            | Lowering::Loss(_)
+            | Lowering::Optimizer(_) => r.family == Family::Train,
             Lowering::Reduce(_) | Lowering::Norm => r.family == Family::Reduce,
             Lowering::MatMul | Lowering::Transpose | Lowering::Reshape => {
                 r.family == Family::Linalg

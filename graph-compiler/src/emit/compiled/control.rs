@@ -146,9 +146,12 @@ impl<'a> Emitter<'a> {
             let owned = self.store.get(&o) == Some(&Store::Owned)
                 && !self.moved.contains(&o)
                 && self.may_move(o);
-            let dies = inside
-                || (self.sched.last_use[o.0] == Some(cond_group)
-                    && !self.graph.outputs.contains(&o));
+            // A value output twice moves at its last place only: the earlier ones copy it
+            // first (the tuple is evaluated left to right).
+            let dies = !outs[k + 1..].contains(&o)
+                && (inside
+                    || (self.sched.last_use[o.0] == Some(cond_group)
+                        && !self.graph.outputs.contains(&o)));
             let vid = v(o);
             if owned && dies {
                 self.moved.push(o);
