@@ -242,6 +242,19 @@ impl Lowerer<'_> {
     pub(super) fn lower_optimizer(&mut self, opt: Optimizer, call: &Call) -> Value {
         let (args, span, name) = (call.args, call.span, call.name);
         let arg_names = call_arg_names(opt);
+        // A mistake poisons every result, so that the caller's tuple pattern adds no error.
+        let results = match opt {
+            Optimizer::GradientDescent => 1,
+            Optimizer::Momentum => 2,
+            Optimizer::Adam | Optimizer::AdamW => 3,
+        };
+        let poisoned = |lw: &mut Self| {
+            if results == 1 {
+                Value::Tensor(lw.poisoned(span))
+            } else {
+                Value::Tuple((0..results).map(|_| Value::Tensor(lw.poisoned(span))).collect())
+            }
+        };
         let mut vals = Vec::new();
         for (i, e) in args.iter().enumerate() {
             if arg_names[i] != "use_nesterov" {
@@ -250,7 +263,7 @@ impl Lowerer<'_> {
             }
         }
         if self.is_poisoned(&vals.iter().map(|v| v.0).collect::<Vec<_>>()) {
-            return Value::Tensor(self.poisoned(span));
+            return poisoned(self);
         }
         let var = self.concrete(vals[0].0);
         let vn = self.graph.node(var).clone();
@@ -260,7 +273,7 @@ impl Lowerer<'_> {
                 type_str(vn.dtype, &vn.shape)
             );
             self.diag.error(crate::ir::Spanned::span(args[0]), msg);
-            return Value::Tensor(self.poisoned(span));
+            return poisoned(self);
         }
         // Every other operand: of `var`'s dtype; the state and the gradient of its shape.
         let mut typed = vec![var];
@@ -287,7 +300,7 @@ impl Lowerer<'_> {
                     type_str(n.dtype, &n.shape)
                 );
                 self.diag.error(crate::ir::Spanned::span(e), msg);
-                return Value::Tensor(self.poisoned(span));
+                return poisoned(self);
             }
             typed.push(v);
         }

@@ -27,17 +27,20 @@ pub fn ops_markdown() -> String {
             continue;
         }
         let _ = writeln!(md, "## {}\n", family.title());
-        md.push_str("| op | signature | dtypes | shape | TensorFlow |\n|---|---|---|---|---|\n");
+        md.push_str(
+            "| op | signature | dtypes | shape | TensorFlow | gradient |\n|---|---|---|---|---|---|\n",
+        );
         for r in &rows {
             let _ = writeln!(
                 md,
-                "| [`{}`](#{}) | `{}` | {} | {} | `{}` |",
+                "| [`{}`](#{}) | `{}` | {} | {} | `{}` | {} |",
                 r.name,
                 r.name,
                 r.signature(),
                 r.dtypes,
                 r.shape,
-                r.tf
+                r.tf,
+                r.grad
             );
         }
         md.push('\n');
@@ -54,8 +57,8 @@ pub fn ops_markdown() -> String {
             };
             let _ = writeln!(
                 md,
-                "### {}\n\n{}\n\n{eager}\n\n```rust\n{}\n```\n",
-                r.name, r.doc, r.example
+                "### {}\n\n{}\n\n{eager} Gradient: {}.\n\n```rust\n{}\n```\n",
+                r.name, r.doc, r.grad, r.example
             );
         }
     }

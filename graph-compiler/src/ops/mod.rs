@@ -80,6 +80,8 @@ pub struct OpRow {
     pub doc: &'static str,
     /// The TensorFlow op it follows.
     pub tf: &'static str,
+    /// How `gradients` differentiates it (the rule in `lower/autodiff/rules.rs`), or that it does not.
+    pub grad: &'static str,
     /// A line of a `#[graph]` body using it.
     pub example: &'static str,
 }

@@ -58,7 +58,7 @@ const SAME_SHAPE: &str = "same as `x`";
 const BROADCAST: &str = "NumPy broadcast of the operands";
 
 macro_rules! unary {
-    ($name:literal, $op:ident, $dtypes:expr, $doc:literal, $tf:literal) => {
+    ($name:literal, $op:ident, $dtypes:expr, $doc:literal, $tf:literal, $grad:literal) => {
         OpRow {
             name: $name,
             family: Family::Elementwise,
@@ -71,6 +71,7 @@ macro_rules! unary {
             shape: SAME_SHAPE,
             doc: $doc,
             tf: $tf,
+            grad: $grad,
             example: concat!("let y = ", $name, "(x);"),
         }
     };
@@ -94,6 +95,7 @@ pub const OPS: &[OpRow] = &[
         shape: "[] for a scalar; an array literal's nesting (`[[1, 2, 3], [4, 5, 6]]` is [2, 3]); `shape` when given",
         doc: "A constant: a scalar or nested array literals, as `tf.constant`. The dtype is the turbofish's, else that of the suffixed or bool elements (which must agree), else f32 when any element is a float literal, else i32.",
         tf: "tf.constant",
+        grad: "none: a constant",
         example: "let w = constant([[1.0, 0.0], [0.0, -1.0]]);",
     },
     OpRow {
@@ -108,6 +110,7 @@ pub const OPS: &[OpRow] = &[
         shape: "the listed dims (literals or symbols)",
         doc: "A tensor of zeros, f32 unless turbofished.",
         tf: "tf.zeros",
+        grad: "none: a constant",
         example: "let z = zeros([B, 10]);",
     },
     OpRow {
@@ -122,6 +125,7 @@ pub const OPS: &[OpRow] = &[
         shape: "the listed dims (literals or symbols)",
         doc: "A tensor of ones, f32 unless turbofished.",
         tf: "tf.ones",
+        grad: "none: a constant",
         example: "let o = ones::<i32>([3]);",
     },
     OpRow {
@@ -136,6 +140,7 @@ pub const OPS: &[OpRow] = &[
         shape: "the listed dims (literals or symbols)",
         doc: "A tensor filled with the scalar `v`, of `v`'s dtype.",
         tf: "tf.fill",
+        grad: "to `value`: the sum of the incoming gradient",
         example: "let f = fill([4, 4], 0.5);",
     },
     // Elementwise.
@@ -143,29 +148,26 @@ pub const OPS: &[OpRow] = &[
         "abs", Abs,
         NUMBER,
         "Absolute value (wraps for the integer minimum).",
-        "tf.math.abs"
-    ),
-    unary!("exp", Exp, FLOAT, "e to the power x.", "tf.math.exp"),
+        "tf.math.abs", "`g * sign(x)` (0 at 0)"),
+    unary!("exp", Exp, FLOAT, "e to the power x.", "tf.math.exp", "`g * y`"),
     unary!(
         "log", Log,
         FLOAT,
         "Natural logarithm (NaN below 0, -inf at 0).",
-        "tf.math.log"
-    ),
-    unary!("sqrt", Sqrt, FLOAT, "Square root.", "tf.math.sqrt"),
-    unary!("rsqrt", Rsqrt, FLOAT, "1 / sqrt(x).", "tf.math.rsqrt"),
-    unary!("square", Square, NUMBER, "x * x.", "tf.math.square"),
-    unary!("tanh", Tanh, FLOAT, "Hyperbolic tangent.", "tf.math.tanh"),
-    unary!("sigmoid", Sigmoid, FLOAT, "1 / (1 + exp(-x)).", "tf.math.sigmoid"),
-    unary!("relu", Relu, NUMBER, "max(x, 0); NaN stays NaN.", "tf.nn.relu"),
-    unary!("sin", Sin, FLOAT, "Sine.", "tf.math.sin"),
-    unary!("cos", Cos, FLOAT, "Cosine.", "tf.math.cos"),
+        "tf.math.log", "`g / x`"),
+    unary!("sqrt", Sqrt, FLOAT, "Square root.", "tf.math.sqrt", "`g * 0.5 / y`"),
+    unary!("rsqrt", Rsqrt, FLOAT, "1 / sqrt(x).", "tf.math.rsqrt", "`-0.5 * g * y^3`"),
+    unary!("square", Square, NUMBER, "x * x.", "tf.math.square", "`2 * g * x`"),
+    unary!("tanh", Tanh, FLOAT, "Hyperbolic tangent.", "tf.math.tanh", "`g * (1 - y^2)`"),
+    unary!("sigmoid", Sigmoid, FLOAT, "1 / (1 + exp(-x)).", "tf.math.sigmoid", "`g * y * (1 - y)`"),
+    unary!("relu", Relu, NUMBER, "max(x, 0); NaN stays NaN.", "tf.nn.relu", "`g` where the result is positive, else 0"),
+    unary!("sin", Sin, FLOAT, "Sine.", "tf.math.sin", "`g * cos(x)`"),
+    unary!("cos", Cos, FLOAT, "Cosine.", "tf.math.cos", "`-g * sin(x)`"),
     unary!(
         "neg", Neg,
         NUMBER,
         "-x (also the unary `-` operator).",
-        "tf.math.negative"
-    ),
+        "tf.math.negative", "`-g`"),
     OpRow {
         name: "pow",
         family: Family::Elementwise,
@@ -178,6 +180,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "a to the power b; integers multiply with wrapping over the whole exponent, a negative integer exponent is `Error::Arithmetic`.",
         tf: "tf.math.pow",
+        grad: "`g * b * a^(b-1)` to `a`; `g * a^b * log(a)` to `b` where `a > 0`, else 0 (TF's)",
         example: "let y = pow(x, 3.0);",
     },
     OpRow {
@@ -192,6 +195,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "The larger of a and b; NaN propagates.",
         tf: "tf.math.maximum",
+        grad: "to `a` where `a >= b` (ties go to `a`), else to `b`; summed back over broadcast axes",
         example: "let y = maximum(x, 0.0);",
     },
     OpRow {
@@ -206,6 +210,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "The smaller of a and b; NaN propagates.",
         tf: "tf.math.minimum",
+        grad: "to `a` where `a <= b` (ties go to `a`), else to `b`; summed back over broadcast axes",
         example: "let y = minimum(x, 6.0);",
     },
     OpRow {
@@ -220,6 +225,7 @@ pub const OPS: &[OpRow] = &[
         shape: "NumPy broadcast of the three operands",
         doc: "a where cond is true, b elsewhere.",
         tf: "tf.where",
+        grad: "to `a` where `condition`, to `b` elsewhere; none to `condition`",
         example: "let y = select(x > 0.0, x, 0.1 * x);",
     },
     OpRow {
@@ -234,14 +240,14 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "x converted to T (Rust `as` semantics: floats to integers saturate, NaN gives 0).",
         tf: "tf.cast",
+        grad: "the gradient cast back to the input's dtype between floats; none through an integer or bool",
         example: "let y = cast::<f32>(n);",
     },
     unary!(
         "erf", Erf,
         FLOAT,
         "The error function (branch-free, vectorised; f32 within 2 ulp).",
-        "tf.math.erf"
-    ),
+        "tf.math.erf", "`g * 2 / sqrt(pi) * exp(-x^2)`"),
     OpRow {
         name: "truncatediv",
         family: Family::Elementwise,
@@ -254,6 +260,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "a / b rounded toward zero (integer `/` is the same); an integer zero divisor is `Error::Arithmetic`.",
         tf: "tf.math.truncatediv",
+        grad: "zero: piecewise constant (TF registers none)",
         example: "let q = truncatediv(n, 3);",
     },
     OpRow {
@@ -268,6 +275,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "The remainder of truncatediv, with the sign of a (Rust's `%`; fmod for floats); an integer zero divisor is `Error::Arithmetic`.",
         tf: "tf.math.truncatemod",
+        grad: "`g` to `a`; `-g * truncatediv(a, b)` to `b`",
         example: "let r = n % 3;",
     },
     OpRow {
@@ -282,6 +290,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "a / b rounded toward negative infinity (floor(a / b) for floats); an integer zero divisor is `Error::Arithmetic`.",
         tf: "tf.math.floordiv",
+        grad: "zero: piecewise constant (TF registers none)",
         example: "let q = floordiv(n, 4);",
     },
     OpRow {
@@ -296,6 +305,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "The remainder of floordiv, with the sign of b (TensorFlow's `%` on tensors); an integer zero divisor is `Error::Arithmetic`.",
         tf: "tf.math.floormod",
+        grad: "`g` to `a`; `-g * floordiv(a, b)` to `b` (TF's)",
         example: "let r = floormod(n, 4);",
     },
     OpRow {
@@ -310,6 +320,7 @@ pub const OPS: &[OpRow] = &[
         shape: "same as `x` (lo and hi broadcast to it)",
         doc: "maximum(minimum(x, hi), lo); NaN stays NaN.",
         tf: "tf.clip_by_value",
+        grad: "through its `maximum` and `minimum`: to `t` inside the range, to the bound outside",
         example: "let y = clip_by_value(x, 0.0, 6.0);",
     },
     OpRow {
@@ -324,6 +335,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "a and b.",
         tf: "tf.math.logical_and",
+        grad: "none: bool",
         example: "let m = (x > 0.0) & (x < 1.0);",
     },
     OpRow {
@@ -338,6 +350,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "a or b.",
         tf: "tf.math.logical_or",
+        grad: "none: bool",
         example: "let m = logical_or(x < 0.0, x > 1.0);",
     },
     OpRow {
@@ -352,6 +365,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "a or b but not both.",
         tf: "tf.math.logical_xor",
+        grad: "none: bool",
         example: "let m = p ^ q;",
     },
     OpRow {
@@ -366,6 +380,7 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "not x.",
         tf: "tf.math.logical_not",
+        grad: "none: bool",
         example: "let y = select(!(x > 0.0), 0.0, x);",
     },
     // Reductions.
@@ -381,6 +396,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Sum over the axes (negative axes count from the end).",
         tf: "tf.math.reduce_sum",
+        grad: "the gradient broadcast back over the reduced axes",
         example: "let s = reduce_sum(x, -1, true);",
     },
     OpRow {
@@ -395,6 +411,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Mean over the axes.",
         tf: "tf.math.reduce_mean",
+        grad: "the gradient broadcast back, divided by the number of elements reduced",
         example: "let m = reduce_mean(x, [0, 1]);",
     },
     OpRow {
@@ -409,6 +426,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Maximum over the axes; NaN propagates.",
         tf: "tf.math.reduce_max",
+        grad: "shared equally among the elements equal to the maximum (TF's rule)",
         example: "let m = reduce_max(x, 1);",
     },
     OpRow {
@@ -423,6 +441,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x without the reduced axes (kept as 1 with keep_dims); all axes by default",
         doc: "Minimum over the axes; NaN propagates.",
         tf: "tf.math.reduce_min",
+        grad: "shared equally among the elements equal to the minimum (TF's rule)",
         example: "let m = reduce_min(x);",
     },
     OpRow {
@@ -437,6 +456,7 @@ pub const OPS: &[OpRow] = &[
         shape: "[] (a scalar)",
         doc: "The L2 norm over all elements.",
         tf: "tf.norm",
+        grad: "`g * x / norm(x)` (NaN at 0, as TF's)",
         example: "if norm(y) < limit { y = 0.5 * y; }",
     },
     // Linear algebra and shapes.
@@ -452,6 +472,7 @@ pub const OPS: &[OpRow] = &[
         shape: "[.., M, K] x [.., K, N] -> [.., M, N]; the leading (batch) axes broadcast as NumPy's `@`",
         doc: "Matrix product over the last two axes, batched over the others; an operand transposed over its last two axes (`matmul(transpose(a), b)`, `matmul(a, transpose(b))`, or both) is read in place.",
         tf: "tf.linalg.matmul",
+        grad: "`g @ b^T` to `a`, `a^T @ g` to `b` (transposed operands read in place), summed over broadcast batch axes",
         example: "let scores = matmul(q, transpose(k, [0, 1, 3, 2]));",
     },
     OpRow {
@@ -466,6 +487,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x's dims permuted (reversed by default)",
         doc: "Permutes the axes.",
         tf: "tf.transpose",
+        grad: "the gradient transposed by the inverse permutation",
         example: "let t = transpose(x, [0, 2, 1]);",
     },
     OpRow {
@@ -480,6 +502,7 @@ pub const OPS: &[OpRow] = &[
         shape: "the listed dims (literals, symbols, products such as `B * 4`, one -1); the element count must match",
         doc: "The same elements in row-major order under a new shape.",
         tf: "tf.reshape",
+        grad: "the gradient reshaped back",
         example: "let heads = reshape(x, [B * 4, 64, 16]);",
     },
     // Neural networks.
@@ -495,6 +518,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, F] (HWIO) -> [N, H', W', F]; a dilation d spans (KH - 1) * d + 1 rows",
         doc: "2-D convolution with TensorFlow's padding rule; `dilations` is `d`, `[dh, dw]` or `[1, dh, dw, 1]`.",
         tf: "tf.nn.conv2d",
+        grad: "not yet: a compile error at `gradients` (input and filter backprop kernels are planned)",
         example: "let y = relu(conv2d(x, k, 1, SAME) + b);",
     },
     OpRow {
@@ -509,6 +533,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x [.., C], b [C] -> x's shape",
         doc: "Adds a bias along the last axis.",
         tf: "tf.nn.bias_add",
+        grad: "`g` to `x`; the sum over all but the last axis to `bias`",
         example: "let y = bias_add(matmul(x, w), b);",
     },
     OpRow {
@@ -523,6 +548,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, M] -> [N, H', W', C*M] (channel c*M + m)",
         doc: "Each input channel convolved with its own M filters, TensorFlow's padding rule.",
         tf: "tf.nn.depthwise_conv2d",
+        grad: "not yet: a compile error at `gradients`",
         example: "let y = relu(depthwise_conv2d(x, k, 1, SAME) + b);",
     },
     OpRow {
@@ -537,6 +563,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x [N, H, W, C] (NHWC) -> [N, H', W', C]; SAME: ceil(H / stride), VALID: (H - k) / stride + 1",
         doc: "The maximum of each window (padding never wins; NaN propagates); `ksize`/`strides` are `k`, `[kh, kw]` or `[1, kh, kw, 1]`.",
         tf: "tf.nn.max_pool2d",
+        grad: "not yet: a compile error at `gradients`",
         example: "let p = max_pool2d(relu(conv2d(x, k, 1, SAME) + b), 2, 2, VALID);",
     },
     OpRow {
@@ -551,6 +578,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x [N, H, W, C] (NHWC) -> [N, H', W', C]; SAME: ceil(H / stride), VALID: (H - k) / stride + 1",
         doc: "The mean of each window's valid (unpadded) elements, as TF divides.",
         tf: "tf.nn.avg_pool2d",
+        grad: "not yet: a compile error at `gradients`",
         example: "let p = avg_pool2d(x, [3, 3], [2, 2], SAME);",
     },
     OpRow {
@@ -565,6 +593,7 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "exp(x) / sum(exp(x)) along the axis, computed stably.",
         tf: "tf.nn.softmax",
+        grad: "`y * (g - sum(g * y))` over the axis",
         example: "let p = softmax(logits, -1);",
     },
     OpRow {
@@ -579,6 +608,7 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "log(softmax(x)) along the axis, computed stably.",
         tf: "tf.nn.log_softmax",
+        grad: "`g - exp(y) * sum(g)` over the axis",
         example: "let lp = log_softmax(logits, -1);",
     },
     // Selection and assembly.
@@ -594,6 +624,7 @@ pub const OPS: &[OpRow] = &[
         shape: "one dim per `size` (-1: the rest of the axis); 0 <= begin <= begin + size <= dim",
         doc: "The block of `x` starting at `begin` with `size` elements per axis.",
         tf: "tf.slice",
+        grad: "the gradient padded back with zeros (static axes or whole-axis ranges, step 1)",
         example: "let crop = slice(x, [0, 2], [-1, 5]);",
     },
     OpRow {
@@ -618,6 +649,7 @@ pub const OPS: &[OpRow] = &[
         shape: "NumPy's `begin:end:stride` per entry (bounds from the end when negative, clamped; strides 1 by default); the masks as TF's, bit i for entry i: begin/end masked take the whole side, an ellipsis stands for the axes no entry reads, a new axis adds a 1, a shrunk axis is dropped",
         doc: "TF's strided slice, masks included; the masks are integers given by position after `strides`, in TF's order (trailing ones may be left out, default 0).",
         tf: "tf.strided_slice",
+        grad: "the gradient padded back with zeros (static axes, stride 1)",
         example: "let last = strided_slice(x, [0, -1], [0, 0], [1, 1], 1, 1, 0, 0, 2); // x[:, -1]",
     },
     OpRow {
@@ -632,6 +664,7 @@ pub const OPS: &[OpRow] = &[
         shape: "the operands agree on every axis but `axis`, whose sizes add up: to a constant, or to a multiple of one product of symbols (`B` and `B` give `B*2`; `B` and `4` is a compile error)",
         doc: "The operands joined along an existing axis.",
         tf: "tf.concat",
+        grad: "the gradient sliced back into the operands' pieces",
         example: "let ab = concat([a, b], -1);",
     },
     OpRow {
@@ -646,6 +679,7 @@ pub const OPS: &[OpRow] = &[
         shape: "operands of one shape; a new axis of size n at `axis` (default 0)",
         doc: "The operands joined along a new axis.",
         tf: "tf.stack",
+        grad: "through its `concat` and views: the gradient's slices",
         example: "let pair = stack([a, b], 1);",
     },
     OpRow {
@@ -660,6 +694,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a tuple of n equal pieces (or of the listed sizes, one of which may be -1 for the rest) along `axis` (default 0); a symbolic axis `S*c` splits into n pieces of `S*(c/n)` when n divides c",
         doc: "The pieces of `x` along `axis`; bind them with a tuple pattern.",
         tf: "tf.split",
+        grad: "through its slices: each piece's gradient padded back",
         example: "let (z, r) = split(gates, 2, -1);",
     },
     OpRow {
@@ -674,6 +709,7 @@ pub const OPS: &[OpRow] = &[
         shape: "axis k times multiples[k] (a symbolic axis only by 1)",
         doc: "`x` repeated along each axis.",
         tf: "tf.tile",
+        grad: "the gradient summed over the copies",
         example: "let t = tile(x, [1, 3]);",
     },
     OpRow {
@@ -688,6 +724,7 @@ pub const OPS: &[OpRow] = &[
         shape: "axis k grows by before + after (a symbolic axis only by 0)",
         doc: "Constant padding with `value` (default 0).",
         tf: "tf.pad (mode CONSTANT)",
+        grad: "the gradient sliced back to `x`; to the fill value, the sum over the padding",
         example: "let p = pad(img, [[0, 0], [1, 1], [1, 1], [0, 0]]);",
     },
     OpRow {
@@ -702,6 +739,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a new axis of size 1 at `axis` (in -rank-1..=rank)",
         doc: "A view of `x` with one more axis of size 1.",
         tf: "tf.expand_dims",
+        grad: "the gradient reshaped back",
         example: "let col = expand_dims(v, -1);",
     },
     OpRow {
@@ -716,6 +754,7 @@ pub const OPS: &[OpRow] = &[
         shape: "drops the static axes of size 1 (or the listed ones, which must be 1)",
         doc: "A view of `x` without its axes of size 1.",
         tf: "tf.squeeze",
+        grad: "the gradient reshaped back",
         example: "let v = squeeze(col, [1]);",
     },
     OpRow {
@@ -730,6 +769,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x's shape with `axis` replaced by the indices' shape (default axis 0)",
         doc: "The slices of `x` along `axis` at `indices`; an index out of range is an `Err` at run time.",
         tf: "tf.gather",
+        grad: "not yet with respect to `params`: a compile error at `gradients`; none to the indices",
         example: "let rows = gather(table, ids, 0);",
     },
     OpRow {
@@ -744,6 +784,7 @@ pub const OPS: &[OpRow] = &[
         shape: "the indices' shape plus a last axis of `depth`",
         doc: "`on` at each index and `off` elsewhere; an index outside [0, depth) gives a row of `off`.",
         tf: "tf.one_hot",
+        grad: "none: integer indices",
         example: "let labels = one_hot(y, 10);",
     },
     OpRow {
@@ -758,6 +799,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x's shape without `axis` (default 0)",
         doc: "The index of the largest element along `axis`; ties take the first, the first NaN wins.",
         tf: "tf.math.argmax",
+        grad: "none: an integer result",
         example: "let class = argmax(logits, -1);",
     },
     OpRow {
@@ -772,6 +814,7 @@ pub const OPS: &[OpRow] = &[
         shape: "x's shape without `axis` (default 0)",
         doc: "The index of the smallest element along `axis`; ties take the first, the first NaN wins.",
         tf: "tf.math.argmin",
+        grad: "none: an integer result",
         example: "let nearest = argmin(dist, 1);",
     },
     OpRow {
@@ -786,6 +829,7 @@ pub const OPS: &[OpRow] = &[
         shape: "[n], n a literal or a symbolic dim, or TF's count for start/limit/delta",
         doc: "`range(n)` is `0, 1, ..., n - 1`; `range(start, limit [, delta])` is `start, start + delta, ...` below `limit`, as TF's range.",
         tf: "tf.range",
+        grad: "none: a constant",
         example: "let steps = range(B);",
     },
     OpRow {
@@ -800,20 +844,19 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "0.5 * x * (1 + erf(x / sqrt(2))); `approximate` (a literal, default false) selects the tanh form.",
         tf: "tf.nn.gelu",
+        grad: "the exact derivative of the erf form or of the tanh form",
         example: "let h = gelu(matmul(x, w) + b);",
     },
     unary!(
         "softplus", Softplus,
         FLOAT,
         "ln(1 + exp(x)) without overflow, with TensorFlow's thresholds.",
-        "tf.math.softplus"
-    ),
+        "tf.math.softplus", "`g * sigmoid(x)`"),
     unary!(
         "elu", Elu,
         FLOAT,
         "x for x > 0, exp(x) - 1 otherwise.",
-        "tf.nn.elu"
-    ),
+        "tf.nn.elu", "`g` where `x > 0`, else `g * (y + 1)`"),
     OpRow {
         name: "leaky_relu",
         family: Family::Nn,
@@ -826,6 +869,7 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "x for x > 0, alpha * x otherwise; alpha is a scalar, default 0.2.",
         tf: "tf.nn.leaky_relu",
+        grad: "`g` where `x > 0`, `alpha * g` elsewhere; to `alpha`, the sum of `g * x` where `x <= 0`",
         example: "let y = leaky_relu(x, 0.1);",
     },
     OpRow {
@@ -840,6 +884,7 @@ pub const OPS: &[OpRow] = &[
         shape: BROADCAST,
         doc: "Inference batch norm: inv = rsqrt(variance + eps) * scale; x * inv + (offset - mean * inv).",
         tf: "tf.nn.batch_normalization",
+        grad: "through its composite (rsqrt, products and sums): to every operand",
         example: "let y = batch_normalization(x, mu, var, beta, gamma, 1e-3);",
     },
     OpRow {
@@ -854,6 +899,7 @@ pub const OPS: &[OpRow] = &[
         shape: "same as `x` (gamma and beta broadcast to it)",
         doc: "(x - mean) / sqrt(variance + epsilon) * gamma + beta over the axes (default -1, epsilon 1e-3); one pass over rows for trailing axes.",
         tf: "tf.keras.layers.LayerNormalization",
+        grad: "through its composite (means, variance, rsqrt): to `x`, `gamma` and `beta`",
         example: "let y = layer_norm(x, gamma, beta, -1, 1e-5);",
     },
     // Checks.
@@ -869,6 +915,7 @@ pub const OPS: &[OpRow] = &[
         shape: "one gradient per x, of that x's dtype and shape (a tuple for a tuple of xs)",
         doc: "The gradient of `y` (summed over its elements if it is not a scalar, weighted by `grad_ys` when given) with respect to each x, derived in reverse mode when the macro expands: the backward nodes are fused, scheduled and planned with the forward ones. An x that `y` does not depend on gets zeros (TF's `unconnected_gradients='zero'`); an x of an integer or bool dtype, or an op on the path without a gradient rule, is a compile error.",
         tf: "tf.gradients",
+        grad: "its result is differentiable again (through the rules of the ops it produced)",
         example: "let (gw, gb) = gradients(loss, (w, b));",
     },
     OpRow {
@@ -883,6 +930,7 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "`x` itself, through which `gradients` passes nothing (a constant for differentiation).",
         tf: "tf.stop_gradient",
+        grad: "none: that is its purpose",
         example: "let target = stop_gradient(q_next);",
     },
     OpRow {
@@ -897,6 +945,7 @@ pub const OPS: &[OpRow] = &[
         shape: "`logits`' shape without its last axis",
         doc: "Per example, `-sum(labels * log_softmax(logits))` over the last (class) axis; `labels` is a distribution per example, of `logits`' dtype and shape. Computed from `log_softmax`, so it never overflows; its gradient with respect to `logits` is `softmax(logits) - labels` (times the incoming gradient).",
         tf: "tf.nn.softmax_cross_entropy_with_logits",
+        grad: "`g * (softmax(logits) - labels)` to `logits`; `-g * log_softmax(logits)` to `labels`",
         example: "let per_example = softmax_cross_entropy_with_logits(y, logits);",
     },
     OpRow {
@@ -911,6 +960,7 @@ pub const OPS: &[OpRow] = &[
         shape: "`labels`' shape, which is `logits`' without its last axis",
         doc: "Per example, `-log_softmax(logits)[label]`; `labels` holds class indices. A label outside `0..classes` fails the call with an `Err` naming the op (TF raises). The classes (`logits`' last axis) must be static. Its gradient is `softmax(logits) - one_hot(labels)`.",
         tf: "tf.nn.sparse_softmax_cross_entropy_with_logits",
+        grad: "`g * (softmax(logits) - one_hot(labels))` to `logits`; none to the labels",
         example: "let l = reduce_mean(sparse_softmax_cross_entropy_with_logits(y, logits));",
     },
     OpRow {
@@ -925,6 +975,7 @@ pub const OPS: &[OpRow] = &[
         shape: SAME_SHAPE,
         doc: "Elementwise `max(x, 0) - x * z + log(1 + exp(-abs(x)))` with `x` the logits and `z` the labels (of one dtype and shape): TF's form, which never overflows.",
         tf: "tf.nn.sigmoid_cross_entropy_with_logits",
+        grad: "through its stable composite: `g * (sigmoid(x) - z)` to the logits (but at exactly 0, where it is `-g * z`)",
         example: "let l = reduce_mean(sigmoid_cross_entropy_with_logits(targets, logits));",
     },
     OpRow {
@@ -939,6 +990,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a scalar",
         doc: "`sum(t * t) / 2`.",
         tf: "tf.nn.l2_loss",
+        grad: "`g * t`",
         example: "let decay = 1e-4 * l2_loss(w);",
     },
     OpRow {
@@ -953,6 +1005,7 @@ pub const OPS: &[OpRow] = &[
         shape: "`var`'s",
         doc: "The new value of `var`: `var - alpha * delta` (SGD), one fused loop. `delta` has `var`'s dtype and shape, `alpha` is a scalar.",
         tf: "tf.raw_ops.ApplyGradientDescent",
+        grad: "through its elementwise composite",
         example: "let w = apply_gradient_descent(w, lr, gw);",
     },
     OpRow {
@@ -967,6 +1020,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a tuple `(var, accum)` of `var`'s shape",
         doc: "Momentum: `accum = accum * momentum + grad; var = var - lr * accum`; with `use_nesterov` (the literal `true`), `var = var - lr * grad - lr * momentum * accum`. Returns the new `(var, accum)`, one fused loop.",
         tf: "tf.raw_ops.ApplyMomentum",
+        grad: "through its elementwise composite",
         example: "let (w, vw) = apply_momentum(w, vw, lr, gw, 0.9);",
     },
     OpRow {
@@ -981,6 +1035,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a tuple `(var, m, v)` of `var`'s shape",
         doc: "Adam as TF's ApplyAdam: `lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)`, `m += (grad - m) * (1 - beta1)`, `v += (grad^2 - v) * (1 - beta2)`, `var -= lr_t * m / (sqrt(v) + epsilon)`; `beta1_power` is `beta1^t` at step `t` (from 1). Returns the new `(var, m, v)`, one fused loop.",
         tf: "tf.raw_ops.ApplyAdam",
+        grad: "through its elementwise composite",
         example: "let (w, mw, vw) = apply_adam(w, mw, vw, b1t, b2t, 1e-3, 0.9, 0.999, 1e-8, gw);",
     },
     OpRow {
@@ -995,6 +1050,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a tuple `(var, m, v)` of `var`'s shape",
         doc: "AdamW (decoupled weight decay, Loshchilov and Hutter, as PyTorch's `AdamW`): `var -= lr * weight_decay * var`, then `apply_adam`'s update. Returns the new `(var, m, v)`.",
         tf: "tf.keras.optimizers.AdamW",
+        grad: "through its elementwise composite",
         example: "let (w, mw, vw) = apply_adamw(w, mw, vw, b1t, b2t, 1e-3, 0.9, 0.999, 1e-8, 0.01, gw);",
     },
     OpRow {
@@ -1009,6 +1065,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a statement: no value",
         doc: "Fails the call with `Error::Assertion` unless every element is >= 0.",
         tf: "tf.debugging.assert_non_negative",
+        grad: "none: a check",
         example: "assert_non_negative(x, \"x must be >= 0\");",
     },
     OpRow {
@@ -1023,6 +1080,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a statement: no value; x and y broadcast",
         doc: "Fails the call unless x > y everywhere.",
         tf: "tf.debugging.assert_greater",
+        grad: "none: a check",
         example: "assert_greater(x, 0.0, \"x must be positive\");",
     },
     OpRow {
@@ -1037,6 +1095,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a statement: no value; x and y broadcast",
         doc: "Fails the call unless x < y everywhere.",
         tf: "tf.debugging.assert_less",
+        grad: "none: a check",
         example: "assert_less(x, 1.0, \"x must be below 1\");",
     },
     OpRow {
@@ -1051,6 +1110,7 @@ pub const OPS: &[OpRow] = &[
         shape: "a statement: no value",
         doc: "Fails the call if any element is NaN or infinite.",
         tf: "tf.debugging.assert_all_finite",
+        grad: "none: a check",
         example: "assert_all_finite(y, \"y overflowed\");",
     },
 ];
