@@ -1,4 +1,22 @@
 //! grafo's run-time: the parallel kernels compiled graphs call, the eager API, `Session`, and the graph description types.
+//!
+//! One folder per role, imports running one way (each room uses only those listed before it):
+//!
+//! - [`dtype`], [`error`]: the element types and the error every fallible call returns;
+//! - [`exec`]: where work runs and values live: CPU dispatch and `multiversion!`, the
+//!   parallel drivers, buffers and output buffers, the helpers emitted code calls, the
+//!   execution context of a compiled graph, [`Session`](exec::session::Session) and its profile;
+//! - [`kernels`]: the kernels over flat buffers (math, elementwise, division, reductions,
+//!   softmax, layout, selection, pooling): a new op's kernel goes in its family's file;
+//! - [`linalg`]: the GEMM ([`linalg::gemm`], one file per instruction set's micro-kernels),
+//!   batched products and the convolutions;
+//! - [`eager`]: every op run at once over ndarray arrays, on those kernels;
+//! - [`graph`]: the graph as data ([`GraphDef`]), the static tables it is built from and its
+//!   exports (DOT, TensorBoard); it uses nothing but `dtype` and `error`.
+//!
+//! Code emitted by `#[graph]` and the tests name modules by their flat paths
+//! (`graph_runtime::matmul`, `::grafo::__private::compiled`...): each is re-exported at the
+//! root under its old name.
 
 // Every unsafe operation sits in its own `unsafe` block with a `// SAFETY:` comment saying why
 // it holds (clippy's `-D warnings` in CI makes a missing one an error); every `unsafe fn`

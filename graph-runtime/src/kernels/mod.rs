@@ -1,10 +1,10 @@
-//! The kernels over flat buffers that compiled graphs and the eager ops call, apart from the linear algebra (`linalg`).
+//! The kernels over flat buffers that compiled graphs and the eager ops call, apart from the linear algebra ([`crate::linalg`]).
 //!
 //! Each kernel takes row-major slices and shapes, splits its work with
 //! [`crate::exec::parallel`] and picks its instruction set with [`crate::exec::cpu`]; none
 //! knows about a session, the eager API or the graph description. A new elementwise or
 //! reduction kernel goes in the file of its family here; a new product or convolution in
-//! `linalg`.
+//! [`crate::linalg`].
 //!
 //! - [`math`]: the scalar math (`exp`, `tanh`, `erf`...) every elementwise loop inlines;
 //! - [`elementwise`]: broadcasting unary, binary and ternary loops; [`division`]: division
