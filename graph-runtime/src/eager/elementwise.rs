@@ -1,6 +1,6 @@
 //! Eager elementwise ops: arithmetic and comparisons with broadcasting, unary math, `select`, `cast`, creation and the `assert_*` checks.
 
-use super::IntoView;
+use super::{flat, from_vec, standard, IntoView};
 use crate::dtype::{CastTo, Element, Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
@@ -9,22 +9,7 @@ use crate::kernels::elementwise::{
     binary_into, broadcast_shapes, map_into, math_into, ternary_into,
 };
 use crate::kernels::math::{ActivationMath, FloatMath, MathFn};
-use ndarray::{ArrayD, ArrayViewD, CowArray, IxDyn};
-
-/// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise.
-pub(crate) fn standard<'v, T: Clone>(x: &'v ArrayViewD<'_, T>) -> CowArray<'v, T, IxDyn> {
-    x.as_standard_layout()
-}
-
-/// The slice of a standard-layout array.
-pub(crate) fn flat<'a, T>(x: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
-    x.as_slice().expect("a standard-layout array is contiguous")
-}
-
-/// A fresh array of `shape` from a vector of the right length.
-pub(crate) fn from_vec<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
-    ArrayD::from_shape_vec(IxDyn(shape), v).expect("the kernel filled exactly the shape's elements")
-}
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 /// Runs a broadcasting binary kernel and allocates its result.
 fn binary<'a, 'b, A, B, O, F>(

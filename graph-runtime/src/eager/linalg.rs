@@ -1,8 +1,8 @@
 //! Eager linear algebra: `matmul`, `transpose` and `reshape` over ndarray operands, on the same kernels as compiled graphs.
 
-use ndarray::{ArrayD, IxDyn};
+use ndarray::ArrayD;
 
-use super::IntoView;
+use super::{flat, from_vec, IntoView};
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::exec::buffer;
@@ -33,10 +33,10 @@ pub fn matmul<'a, T: GemmElement>(
     };
     // Non-contiguous views (transposed, sliced) are copied to row-major once.
     let (ac, bc) = (a.as_standard_layout(), b.as_standard_layout());
-    let (a_s, b_s) = (contiguous(&ac), contiguous(&bc));
+    let (a_s, b_s) = (flat(&ac), flat(&bc));
     let mut out = buffer::zeroed_for("matmul", &shape)?;
     matmul_nd_into(a_s, b_s, &mut out, spec, no_epilogue);
-    Ok(from_vec(shape, out))
+    Ok(from_vec(&shape, out))
 }
 
 /// `transpose(x)` (axes reversed) or `transpose(x, perm)` (output axis `j` is input axis `perm[j]`).
@@ -52,8 +52,8 @@ pub fn transpose<'a, T: Element>(
     let x = x.as_standard_layout();
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
     let mut out = buffer::zeroed("transpose", x.len())?;
-    transpose_into(contiguous(&x), x.shape(), perm, &mut out);
-    Ok(from_vec(shape, out))
+    transpose_into(flat(&x), x.shape(), perm, &mut out);
+    Ok(from_vec(&shape, out))
 }
 
 /// `reshape(x, shape)`: the same elements in row-major order under a new shape of the same size.
@@ -80,17 +80,5 @@ pub fn reshape<'a, T: Element>(
             data
         }
     };
-    Ok(from_vec(shape.to_vec(), data))
-}
-
-/// The elements of a standard-layout array as one slice.
-pub(crate) fn contiguous<'s, T>(x: &'s ndarray::CowArray<'_, T, IxDyn>) -> &'s [T] {
-    x.as_slice()
-        .expect("as_standard_layout gives a contiguous array")
-}
-
-/// An `ArrayD` from a row-major vector whose length matches `shape`.
-pub(crate) fn from_vec<T>(shape: Vec<usize>, data: Vec<T>) -> ArrayD<T> {
-    ArrayD::from_shape_vec(IxDyn(&shape), data)
-        .expect("the kernel filled exactly the output's elements")
+    Ok(from_vec(shape, data))
 }

@@ -8,7 +8,7 @@
 //! Operands are anything that views as an array ([`IntoView`]): `&Array2<f32>`,
 //! `ArrayView2<f32>`, `&ArrayD<f32>`... Results are dynamic-rank `ArrayD`.
 
-use ndarray::{ArrayBase, ArrayView, ArrayViewD, Data, Dimension, IxDyn};
+use ndarray::{ArrayBase, ArrayD, ArrayView, ArrayViewD, CowArray, Data, Dimension, IxDyn};
 
 mod elementwise;
 mod linalg;
@@ -21,6 +21,21 @@ pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
 pub use selection::*;
+
+/// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise.
+fn standard<'v, T: Clone>(x: &'v ArrayViewD<'_, T>) -> CowArray<'v, T, IxDyn> {
+    x.as_standard_layout()
+}
+
+/// The elements of a standard-layout array as one slice.
+fn flat<'a, T>(x: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
+    x.as_slice().expect("a standard-layout array is contiguous")
+}
+
+/// A fresh array of `shape` from a row-major vector the kernel filled, of the right length.
+fn from_vec<T>(shape: &[usize], v: Vec<T>) -> ArrayD<T> {
+    ArrayD::from_shape_vec(IxDyn(shape), v).expect("the kernel filled exactly the shape's elements")
+}
 
 /// Anything an eager op can read as a dynamic-rank view without copying.
 pub trait IntoView<'a, T> {

@@ -3,8 +3,8 @@
 use ndarray::ArrayD;
 use rayon::prelude::*;
 
-use super::linalg::{contiguous, from_vec};
 use super::IntoView;
+use super::{flat, from_vec};
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
@@ -83,16 +83,16 @@ pub fn conv2d<'a, T: GemmElement>(
     let out_shape = [x_shape[0], oh, ow, k_shape[3]];
     let mut out = buffer::zeroed_for("conv2d", &out_shape)?;
     conv2d_into(
-        contiguous(&x),
+        flat(&x),
         x_shape,
-        contiguous(&k),
+        flat(&k),
         k_shape,
         stride,
         padding,
         &mut out,
         |_, _| {},
     );
-    Ok(from_vec(out_shape.to_vec(), out))
+    Ok(from_vec(&out_shape, out))
 }
 
 /// `bias_add(x, b)`: adds the vector `b` along the last axis of `x`.
@@ -128,12 +128,12 @@ pub fn bias_add<'a, T: Numeric>(
     }
     let shape = sx.to_vec();
     let x = x.as_standard_layout();
-    let mut out = buffer::copied("bias_add", contiguous(&x))?;
+    let mut out = buffer::copied("bias_add", flat(&x))?;
     let b = b.as_standard_layout();
-    let b = contiguous(&b);
+    let b = flat(&b);
     let c = b.len();
     if c == 0 || out.is_empty() {
-        return Ok(from_vec(shape, out));
+        return Ok(from_vec(&shape, out));
     }
     let add_rows = |rows: &mut [T]| {
         for row in rows.chunks_exact_mut(c) {
@@ -148,7 +148,7 @@ pub fn bias_add<'a, T: Numeric>(
         let rows_per_task = BIAS_CHUNK_ELEMS.div_ceil(c);
         out.par_chunks_mut(rows_per_task * c).for_each(add_rows);
     }
-    Ok(from_vec(shape, out))
+    Ok(from_vec(&shape, out))
 }
 
 /// The eager form of a pooling op: checks, then the kernel of compiled graphs.
@@ -156,12 +156,12 @@ fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<A
     let x = x.into_view();
     let shape = crate::kernels::pool::output_shape(x.shape(), pool)?;
     let xs = x.as_standard_layout();
-    let data = contiguous(&xs);
+    let data = flat(&xs);
     let op = pool.kind.name();
     let mut out = buffer::zeroed_for(op, &shape)?;
     let sx = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
     pool2d_into(data, sx, pool, &mut out);
-    Ok(from_vec(shape.to_vec(), out))
+    Ok(from_vec(&shape, out))
 }
 
 /// `max_pool2d(x, ksize, strides, padding)` on an NHWC tensor, `ksize` and `strides` as
@@ -217,15 +217,15 @@ fn conv_eager<'a, T: Numeric>(
     let four = |s: &[usize]| [s[0], s[1], s[2], s[3]];
     let mut out = vec![T::ZERO; shape.iter().product()];
     conv_general_into(
-        contiguous(&xs),
+        flat(&xs),
         four(x.shape()),
-        contiguous(&ks),
+        flat(&ks),
         four(k.shape()),
         p,
         &mut out,
         |_, _| {},
     );
-    Ok(from_vec(shape.to_vec(), out))
+    Ok(from_vec(&shape, out))
 }
 
 /// `conv2d(x, k, stride, padding, dilations)`: TF's `tf.nn.conv2d` with `dilations`

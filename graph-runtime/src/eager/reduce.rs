@@ -1,7 +1,7 @@
 //! Eager reductions (`reduce_sum reduce_mean reduce_max reduce_min`, `norm`) and `softmax`/`log_softmax`.
 
-use super::elementwise::{flat, from_vec, standard};
 use super::IntoView;
+use super::{flat, from_vec, standard};
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;

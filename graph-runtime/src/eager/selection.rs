@@ -2,8 +2,8 @@
 
 use ndarray::{ArrayD, ArrayViewD};
 
-use super::linalg::{contiguous, from_vec};
 use super::IntoView;
+use super::{flat, from_vec};
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::kernels::selection::{
@@ -50,8 +50,8 @@ fn strided<T: Element>(
     let shape = slice_shape(op, x.shape(), spec)?;
     let x = x.as_standard_layout();
     let mut out = buffer(op, &shape)?;
-    slice_into(op, contiguous(&x), x.shape(), spec, &shape, &mut out)?;
-    Ok(from_vec(shape, out))
+    slice_into(op, flat(&x), x.shape(), spec, &shape, &mut out)?;
+    Ok(from_vec(&shape, out))
 }
 
 /// `x[spec]` checked against `compiled`, the shape the graph was compiled for (the eager form
@@ -66,8 +66,8 @@ pub fn slice_as<'a, T: Element>(
     let x = x.into_view();
     let x = x.as_standard_layout();
     let mut out = buffer(op, compiled)?;
-    slice_into(op, contiguous(&x), x.shape(), spec, compiled, &mut out)?;
-    Ok(from_vec(compiled.to_vec(), out))
+    slice_into(op, flat(&x), x.shape(), spec, compiled, &mut out)?;
+    Ok(from_vec(compiled, out))
 }
 
 /// TF's `slice(x, begin, size)`: `size[k] == -1` takes the rest of axis `k`; otherwise
@@ -180,7 +180,7 @@ fn assemble<T: Element>(
     let slices: Vec<(&[T], &[usize])> = std
         .iter()
         .zip(&shapes)
-        .map(|(p, s)| (contiguous(p), s.as_slice()))
+        .map(|(p, s)| (flat(p), s.as_slice()))
         .collect();
     let mut shape = shapes[0].clone();
     if !shapes.iter().all(|s| s.len() == shape.len()) {
@@ -198,7 +198,7 @@ fn assemble<T: Element>(
         .ok_or_else(|| Error::size_overflow(op, &shape, std::mem::size_of::<T>()))?;
     let mut out = buffer(op, &shape)?;
     concat_into(op, &slices, axis, &mut out)?;
-    Ok(from_vec(shape, out))
+    Ok(from_vec(&shape, out))
 }
 
 /// `split(x, n, axis)`: `n` equal pieces along `axis` (its size must divide by `n`).
@@ -262,8 +262,8 @@ pub fn tile<'a, T: Element>(
         .ok_or_else(|| Error::invalid("tile", "the result is too large"))?;
     let x = x.as_standard_layout();
     let mut out = buffer("tile", &shape)?;
-    tile_into(contiguous(&x), x.shape(), multiples, &mut out)?;
-    Ok(from_vec(shape, out))
+    tile_into(flat(&x), x.shape(), multiples, &mut out)?;
+    Ok(from_vec(&shape, out))
 }
 
 /// `pad(x, paddings, value)` in constant mode: `paddings[k] = [before, after]` for axis `k`.
@@ -293,8 +293,8 @@ pub fn pad<'a, T: Element>(
         .ok_or_else(|| Error::size_overflow("pad", x.shape(), std::mem::size_of::<T>()))?;
     let x = x.as_standard_layout();
     let mut out = buffer("pad", &shape)?;
-    pad_into(contiguous(&x), x.shape(), &pairs, value, &mut out)?;
-    Ok(from_vec(shape, out))
+    pad_into(flat(&x), x.shape(), &pairs, value, &mut out)?;
+    Ok(from_vec(&shape, out))
 }
 
 /// `expand_dims(x, axis)`: a new axis of size 1 at `axis` (in `-rank-1..=rank`).
@@ -307,7 +307,7 @@ pub fn expand_dims<'a, T: Element>(
     let mut shape = x.shape().to_vec();
     shape.insert(axis, 1);
     let data = x.as_standard_layout().iter().copied().collect();
-    Ok(from_vec(shape, data))
+    Ok(from_vec(&shape, data))
 }
 
 /// `squeeze(x)` drops every axis of size 1; `squeeze(x, Some(axes))` drops those axes, each
@@ -344,7 +344,7 @@ pub fn squeeze<'a, T: Element>(
         .map(|k| x.shape()[k])
         .collect();
     let data = x.as_standard_layout().iter().copied().collect();
-    Ok(from_vec(shape, data))
+    Ok(from_vec(&shape, data))
 }
 
 /// `gather(x, indices, axis)`: the slices of `x` along `axis` at `indices`; an index outside
@@ -361,8 +361,8 @@ pub fn gather<'a, 'b, T: Element, I: IndexElement + Element>(
     shape.extend_from_slice(&x.shape()[axis + 1..]);
     let (x, ind) = (x.as_standard_layout(), ind.as_standard_layout());
     let mut out = buffer("gather", &shape)?;
-    gather_into(contiguous(&x), x.shape(), contiguous(&ind), axis, &mut out)?;
-    Ok(from_vec(shape, out))
+    gather_into(flat(&x), x.shape(), flat(&ind), axis, &mut out)?;
+    Ok(from_vec(&shape, out))
 }
 
 /// `one_hot(indices, depth, on, off)`: a new last axis of `depth`; `on` at each index, `off`
@@ -378,8 +378,8 @@ pub fn one_hot<'a, T: Element, I: IndexElement + Element>(
     shape.push(depth);
     let ind = ind.as_standard_layout();
     let mut out = buffer("one_hot", &shape)?;
-    one_hot_into(contiguous(&ind), depth, on, off, &mut out)?;
-    Ok(from_vec(shape, out))
+    one_hot_into(flat(&ind), depth, on, off, &mut out)?;
+    Ok(from_vec(&shape, out))
 }
 
 fn arg_reduce<T: Element + PartialOrd>(
@@ -393,8 +393,8 @@ fn arg_reduce<T: Element + PartialOrd>(
     shape.remove(axis);
     let x = x.as_standard_layout();
     let mut out = buffer(op, &shape)?;
-    arg_reduce_into(contiguous(&x), x.shape(), axis, min, &mut out)?;
-    Ok(from_vec(shape, out))
+    arg_reduce_into(flat(&x), x.shape(), axis, min, &mut out)?;
+    Ok(from_vec(&shape, out))
 }
 
 /// `argmax(x, axis)`: i64 indices of the largest element along `axis`; ties take the first
@@ -420,7 +420,7 @@ pub fn range<T: RangeElement + Element>(start: T, limit: T, delta: T) -> Result<
     let n = T::count(start, limit, delta).map_err(|m| Error::invalid("range", m))?;
     let mut out = buffer("range", &[n])?;
     range_into(start, delta, &mut out);
-    Ok(from_vec(vec![n], out))
+    Ok(from_vec(&[n], out))
 }
 
 /// `range(0, n, 1)` of length `n` (the form `range(B)` of a symbolic dim compiles to).
@@ -431,5 +431,5 @@ pub fn range_n<T: RangeElement + Element>(
 ) -> Result<ArrayD<T>, Error> {
     let mut out = buffer("range", &[n])?;
     range_into(start, delta, &mut out);
-    Ok(from_vec(vec![n], out))
+    Ok(from_vec(&[n], out))
 }
