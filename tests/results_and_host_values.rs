@@ -140,3 +140,134 @@ fn a_value_and_its_view_are_both_returned() {
         assert_eq!(f.into_shape_with_order((7, 5)).unwrap(), z);
     }
 }
+
+/// The four divisions of f32: `a % b` and `truncatemod(a, b)` are one node after CSE, so the
+/// result holds it twice, and the fork that runs the first result apart from the others
+/// bound it twice in one pattern (`identifier v3 is bound more than once`).
+#[graph]
+#[allow(clippy::type_complexity)]
+fn divisions(
+    a: Tensor<f32, N>,
+    b: Tensor<f32, N>,
+) -> (
+    Tensor<f32, N>,
+    Tensor<f32, N>,
+    Tensor<f32, N>,
+    Tensor<f32, N>,
+) {
+    (a / b, a % b, floordiv(a, b), truncatemod(a, b))
+}
+
+/// One value repeated in every position and nesting: first and last, inside nested tuples,
+/// next to a parameter, a constant, a rank-0 reduction, a view and a cond's result that are
+/// returned twice too.
+#[graph]
+#[allow(clippy::type_complexity)]
+fn repeats(
+    a: Tensor<f32, N>,
+    b: Tensor<f32, N>,
+    c: Tensor<bool>,
+) -> (
+    Tensor<f32, N>,
+    (
+        Tensor<f32, N>,
+        Tensor<f32, N>,
+        (Tensor<f32, N>, Tensor<f32, N>),
+    ),
+    Tensor<f32>,
+    Tensor<f32, N>,
+    (
+        (Tensor<f32, 1, N>, Tensor<f32>),
+        Tensor<f32, 1, N>,
+        Tensor<f32>,
+    ),
+    (Tensor<f32, N>, Tensor<f32, N>),
+    (Tensor<f32, 2>, (Tensor<f32, 2>,)),
+    Tensor<f32, N>,
+) {
+    let m = a % b;
+    let d = exp(a) * b;
+    let s = reduce_sum(d, 0);
+    let v = expand_dims(m, 0);
+    let mut y = d;
+    if c {
+        y = m + 1.0;
+    }
+    let k = constant([1.5, -0.0]);
+    (
+        m,
+        (m, truncatemod(a, b), (d, m)),
+        s,
+        a,
+        ((v, s), v, s),
+        (y, y),
+        (k, (k,)),
+        m,
+    )
+}
+
+/// The bits of every element, so that NaN and -0.0 compare too.
+fn bits<D: grafo::ndarray::Dimension>(x: &grafo::ndarray::Array<f32, D>) -> Vec<u32> {
+    x.iter().map(|v| v.to_bits()).collect()
+}
+
+#[test]
+fn a_result_may_repeat_a_value_anywhere() {
+    let a = arr1(&[7.5f32, -7.5, 3.0, 0.25, -0.0]);
+    let b = arr1(&[2.0f32, 2.0, -0.5, 0.0, 3.0]);
+    let mut forked = Session::new(SessionConfig {
+        inter_op_threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let runs = [
+        divisions(&a, &b).unwrap(),
+        divisions::eager(&a, &b).unwrap(),
+        divisions::run(&mut Session::default(), &a, &b).unwrap(),
+        divisions::run(&mut forked, &a, &b).unwrap(),
+    ];
+    let want_mod: Vec<u32> = a.iter().zip(&b).map(|(x, y)| (x % y).to_bits()).collect();
+    let want_div: Vec<u32> = a.iter().zip(&b).map(|(x, y)| (x / y).to_bits()).collect();
+    for (q, m, f, t) in &runs {
+        assert_eq!(bits(q), want_div);
+        assert_eq!(bits(m), want_mod);
+        assert_eq!(bits(t), want_mod);
+        assert_eq!(bits(f), bits(&runs[0].2));
+    }
+    for c in [false, true] {
+        let c = arr0(c);
+        let runs = [
+            repeats(&a, &b, &c).unwrap(),
+            repeats::eager(&a, &b, &c).unwrap(),
+            repeats::run(&mut Session::default(), &a, &b, &c).unwrap(),
+            repeats::run(&mut forked, &a, &b, &c).unwrap(),
+        ];
+        for (m, (m1, m2, (d, m3)), s, a1, ((v, s1), v1, s2), (y, y1), (k, (k1,)), m4) in &runs {
+            for mm in [m1, m2, m3, m4] {
+                assert_eq!(bits(mm), want_mod);
+            }
+            assert_eq!(bits(m), want_mod);
+            assert_eq!(bits(a1), bits(&a));
+            assert_eq!(bits(d), bits(&runs[0].1 .2 .0));
+            assert_eq!(bits(s), bits(s1));
+            assert_eq!(bits(s), bits(s2));
+            assert_eq!(v.shape(), &[1, 5]);
+            assert_eq!(bits(v), want_mod);
+            assert_eq!(bits(v1), want_mod);
+            let want_y = if c[()] {
+                m.mapv(|x| x + 1.0)
+            } else {
+                d.clone()
+            };
+            assert_eq!(bits(y), bits(&want_y));
+            assert_eq!(bits(y1), bits(&want_y));
+            assert_eq!(k, k1);
+            assert_eq!(k[0], 1.5);
+            assert!(k[1] == 0.0 && k[1].is_sign_negative());
+        }
+        for (_, _, s, _, _, (y, _), _, _) in &runs {
+            assert_eq!(bits(s), bits(&runs[0].2));
+            assert_eq!(bits(y), bits(&runs[0].5 .0));
+        }
+    }
+}

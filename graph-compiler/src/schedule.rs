@@ -111,14 +111,15 @@ fn find_fork(
     if !heavy(&a) || !heavy(&b) {
         return None;
     }
+    // Each result a branch computes once, however many times and wherever the function
+    // returns it (`(a % b, x, a % b)`): the branch's tuple binds one name per value.
     let outputs_of = |gs: &[usize]| -> Vec<NodeId> {
-        let mut v: Vec<NodeId> = graph
-            .outputs
-            .iter()
-            .copied()
-            .filter(|&o| producer(o).is_some_and(|p| gs.contains(&p)))
-            .collect();
-        v.dedup();
+        let mut v: Vec<NodeId> = Vec::new();
+        for &o in &graph.outputs {
+            if producer(o).is_some_and(|p| gs.contains(&p)) && !v.contains(&o) {
+                v.push(o);
+            }
+        }
         v
     };
     let outputs = [outputs_of(&a), outputs_of(&b)];
