@@ -500,3 +500,25 @@ fn gradients_through_inlined_calls_in_a_graph_mod() {
     check("graph mod step", &inputs, &[1, 2, 3, 4], &run, 1e-5);
     let _ = Ix4::default;
 }
+
+#[graph]
+fn second_order(x: Tensor<f64, 5>) -> (Tensor<f64, 5>, Tensor<f64, 5>) {
+    let y = reduce_sum(x * x * x + tanh(x));
+    let g = gradients(y, x);
+    let h = gradients(reduce_sum(g), x);
+    (g, h)
+}
+
+#[test]
+fn a_gradient_differentiates_again() {
+    let x = grafo::ndarray::arr1(&[-1.5, -0.2, 0.0, 0.7, 2.0]);
+    let (g, h) = second_order(&x).unwrap();
+    assert_eq!((g.clone(), h.clone()), second_order::eager(&x).unwrap());
+    for i in 0..5 {
+        let (v, t) = (x[i], x[i].tanh());
+        assert!((g[i] - (3.0 * v * v + 1.0 - t * t)).abs() < 1e-12);
+        // d/dx (1 - tanh^2) = -2 tanh (1 - tanh^2).
+        let want = 6.0 * v - 2.0 * t * (1.0 - t * t);
+        assert!((h[i] - want).abs() < 1e-12, "{i}: {} vs {want}", h[i]);
+    }
+}
