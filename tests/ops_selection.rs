@@ -481,6 +481,54 @@ fn gather_out_of_range_is_an_error_and_one_hot_gives_a_zero_row() {
     );
 }
 
+/// Integer ranges at the edges of their dtype: i32 from its least value by its greatest, and
+/// i64 beyond 2^53, where a length counted through f64 would round (to 4 here, not 2).
+#[graph]
+#[allow(clippy::type_complexity)]
+fn wide_ranges() -> (
+    Tensor<i32, 3>,
+    Tensor<i64, 2>,
+    Tensor<i64, 5>,
+    Tensor<i64, 3>,
+) {
+    (
+        range(-2147483648, 2147483647, 2147483647),
+        range::<i64>(9007199254740993, 9007199254740995),
+        range::<i64>(0, 5000000000, 1000000000),
+        range::<i64>(
+            9223372036854775807,
+            -9223372036854775808,
+            -9223372036854775807,
+        ),
+    )
+}
+
+#[test]
+fn integer_ranges_at_the_edges_of_their_dtype() {
+    for (how, (a, b, c, d)) in runs_ok!(wide_ranges()) {
+        same(
+            &format!("i32 {how}"),
+            &a,
+            &grafo::ndarray::arr1(&[i32::MIN, -1, i32::MAX - 1]),
+        );
+        same(
+            &format!("i64 past 2^53 {how}"),
+            &b,
+            &grafo::ndarray::arr1(&[9007199254740993i64, 9007199254740994]),
+        );
+        same(
+            &format!("i64 past i32 {how}"),
+            &c,
+            &grafo::ndarray::Array1::from_shape_fn(5, |k| k as i64 * 1_000_000_000),
+        );
+        same(
+            &format!("i64 down {how}"),
+            &d,
+            &grafo::ndarray::arr1(&[i64::MAX, 0, -i64::MAX]),
+        );
+    }
+}
+
 // ----- tile, pad, expand_dims, squeeze --------------------------------------------------------
 
 #[graph]

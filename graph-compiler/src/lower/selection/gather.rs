@@ -1,8 +1,45 @@
 //! Index-valued ops: `gather`, `one_hot`, `argmax`/`argmin` and `range`.
 
 use crate::ir::*;
+use crate::lower::weak::out_of_range;
 use crate::lower::{Lowerer, Span, Value};
+use std::cmp::Ordering;
 use syn::Expr;
+
+/// The length of `range(start, limit, delta)` (TF's rule), its arguments already of the
+/// range's dtype: integers counted exactly (in i128, not through f64, which would round an
+/// i64 beyond 2^53), floats as TF does, `ceil(|limit - start| / |delta|)`.
+fn range_count(start: Scalar, limit: Scalar, delta: Scalar) -> Result<u64, String> {
+    // `delta`'s sign and how `start` compares with `limit` tell an empty range from one that
+    // runs the wrong way.
+    let direction = |delta_sign: Ordering, start_to_limit: Option<Ordering>| {
+        if delta_sign == Ordering::Equal {
+            Err("`range` delta must not be 0".to_string())
+        } else if start_to_limit == Some(delta_sign) {
+            Err(format!("`range({start}, {limit}, {delta})`: TF needs start <= limit when delta > 0 and start >= limit when delta < 0"))
+        } else {
+            Ok(())
+        }
+    };
+    match (start, limit, delta) {
+        (Scalar::Int(s), Scalar::Int(l), Scalar::Int(d)) => {
+            direction(d.cmp(&0), Some(s.cmp(&l)))?;
+            let (s, l, d) = (i128::from(s), i128::from(l), i128::from(d));
+            Ok((((l - s).abs() + d.abs() - 1) / d.abs()) as u64)
+        }
+        _ => {
+            let (s, l, d) = (start.as_f64(), limit.as_f64(), delta.as_f64());
+            if !(s.is_finite() && l.is_finite() && d.is_finite()) {
+                return Err(format!("`range({start}, {limit}, {delta})`: a float range needs finite arguments (its length would not be)"));
+            }
+            direction(
+                d.partial_cmp(&0.0).unwrap_or(Ordering::Equal),
+                s.partial_cmp(&l),
+            )?;
+            Ok(((l - s) / d).abs().ceil() as u64)
+        }
+    }
+}
 
 impl Lowerer<'_> {
     pub(super) fn lower_gather(&mut self, args: &[&Expr], span: Span) -> Value {
@@ -213,6 +250,27 @@ impl Lowerer<'_> {
                 span,
             );
         }
+        // Every literal argument must fit the range's dtype, as any literal must: `as`
+        // would wrap `5000000000` to 705032704 in i32, silently.
+        let mut fits = true;
+        for (arg, val) in args.iter().zip(&vals) {
+            let Ok(value) = val else { continue };
+            if let Some(range) = out_of_range(*value, dt) {
+                let hint = if turbofish.is_none() && dt == DType::I32 {
+                    "; `range::<i64>(..)` makes an i64 range"
+                } else {
+                    ""
+                };
+                self.diag.error(
+                    arg.span(),
+                    format!("the constant `{value}` is out of range for {dt}, the dtype it takes here ({range}){hint}"),
+                );
+                fits = false;
+            }
+        }
+        if !fits {
+            return Value::Tensor(self.poisoned(span));
+        }
         let (Ok(start), Ok(delta)) = (start, delta) else {
             return self.sel_error(
                 span,
@@ -229,23 +287,10 @@ impl Lowerer<'_> {
                 }
                 self.subst_dim(&Dim::Sym(sym))
             }
-            Ok(limit) => {
-                let (s, l, d) = (start.as_f64(), limit.convert(dt).as_f64(), delta.as_f64());
-                if d == 0.0 {
-                    return self.sel_error(span, "`range` delta must not be 0", span);
-                }
-                if (d > 0.0 && s > l) || (d < 0.0 && s < l) {
-                    let msg = format!("`range({s}, {l}, {d})`: TF needs start <= limit when delta > 0 and start >= limit when delta < 0");
-                    return self.sel_error(span, msg, span);
-                }
-                let count = if dt.is_float() {
-                    ((l - s) / d).abs().ceil()
-                } else {
-                    let (s, l, d) = (s as i128, l as i128, d as i128);
-                    (((l - s).abs() + d.abs() - 1) / d.abs()) as f64
-                };
-                Dim::Const(count as u64)
-            }
+            Ok(limit) => match range_count(start, limit.convert(dt), delta) {
+                Ok(count) => Dim::Const(count),
+                Err(msg) => return self.sel_error(span, msg, span),
+            },
         };
         let op = SelOp::Range { start, delta };
         Value::Tensor(self.sel_node(op, vec![], dt, vec![n], span))
