@@ -522,3 +522,18 @@ fn a_gradient_differentiates_again() {
         assert!((h[i] - want).abs() < 1e-12, "{i}: {} vs {want}", h[i]);
     }
 }
+
+#[test]
+fn backward_nodes_sit_in_the_gradients_name_scope() {
+    let g = mlp_loss::graph();
+    let backward: Vec<&str> = g
+        .nodes
+        .iter()
+        .map(|n| n.name.as_str())
+        .filter(|n| n.starts_with("gradients/"))
+        .collect();
+    assert!(backward.contains(&"gradients/d_w"), "{backward:?}");
+    assert!(backward.len() > 10, "{backward:?}");
+    // The forward nodes keep their own names.
+    assert!(g.node("logits").is_some() && g.node("h").is_some());
+}

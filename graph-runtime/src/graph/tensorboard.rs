@@ -1,11 +1,13 @@
-//! TensorBoard export of a compiled graph (`NAME::graph().write_tensorboard(logdir)`): an event file that the Graphs tab opens.
+//! TensorBoard event files: a compiled graph (`NAME::graph().write_tensorboard(logdir)`) for the Graphs tab, and scalar curves ([`EventWriter`]) for the Scalars tab.
 //!
-//! The file is what TensorFlow's summary writer produces: TFRecord framing (a little-endian
+//! The files are what TensorFlow's summary writer produces: TFRecord framing (a little-endian
 //! `u64` length, the masked CRC32C of those eight bytes, the data, the masked CRC32C of the
-//! data), a first `Event` with `file_version = "brain.Event:2"`, then an `Event` whose
-//! `graph_def` holds a serialized `tensorflow.GraphDef`. The protobuf messages are the
-//! subset of TensorFlow's `.proto` files grafo writes, declared by hand in [`proto`] with
-//! prost's derives, so nothing is generated or downloaded at build time.
+//! data), a first `Event` with `file_version = "brain.Event:2"`, then either an `Event` whose
+//! `graph_def` holds a serialized `tensorflow.GraphDef`, or one `Event` per scalar whose
+//! `summary` holds a tagged `simple_value` (as PyTorch's `SummaryWriter.add_scalar` writes
+//! it). The protobuf messages are the subset of TensorFlow's `.proto` files grafo writes,
+//! declared by hand in [`proto`] with prost's derives, so nothing is generated or downloaded
+//! at build time.
 //!
 //! Each node keeps its grafo name, scoped by the cond arms it sits in (`cond0/then/y`), so
 //! TensorBoard draws each arm as a collapsible box. Its attributes are `T` (the dtype),
@@ -17,7 +19,9 @@ use crate::dtype::DType;
 use crate::error::Error;
 use prost::Message;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The `file_version` of the first event of every file, as TensorFlow 2 writes it.
@@ -35,7 +39,7 @@ pub mod proto {
         pub wall_time: f64,
         #[prost(int64, tag = "2")]
         pub step: i64,
-        #[prost(oneof = "What", tags = "3, 4")]
+        #[prost(oneof = "What", tags = "3, 4, 5")]
         pub what: Option<What>,
     }
 
@@ -47,6 +51,36 @@ pub mod proto {
         /// A serialized [`GraphDef`].
         #[prost(bytes = "vec", tag = "4")]
         GraphDef(Vec<u8>),
+        /// Summary values (the scalars of [`super::EventWriter`]).
+        #[prost(message, tag = "5")]
+        Summary(Summary),
+    }
+
+    /// `tensorflow.Summary`: the values one event records.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Summary {
+        #[prost(message, repeated, tag = "1")]
+        pub value: Vec<summary::Value>,
+    }
+
+    /// The nested messages of [`Summary`].
+    pub mod summary {
+        /// `tensorflow.Summary.Value`: a tag and its value (grafo writes `simple_value` only).
+        #[derive(Clone, PartialEq, prost::Message)]
+        pub struct Value {
+            #[prost(string, tag = "1")]
+            pub tag: String,
+            #[prost(oneof = "Kind", tags = "2")]
+            pub value: Option<Kind>,
+        }
+
+        /// The `value` of a [`Value`].
+        #[derive(Clone, PartialEq, prost::Oneof)]
+        pub enum Kind {
+            /// A scalar, as TensorBoard's Scalars tab plots it.
+            #[prost(float, tag = "2")]
+            SimpleValue(f32),
+        }
     }
 
     /// `tensorflow.GraphDef`.
@@ -191,12 +225,7 @@ impl GraphDef {
         );
         let path = logdir.join(file_name);
         let mut bytes = Vec::new();
-        let version = proto::Event {
-            wall_time,
-            step: 0,
-            what: Some(proto::What::FileVersion(FILE_VERSION.to_string())),
-        };
-        write_record(&mut bytes, &version.encode_to_vec());
+        write_record(&mut bytes, &file_version_event(wall_time).encode_to_vec());
         let graph = proto::Event {
             wall_time,
             step: 0,
@@ -279,6 +308,116 @@ impl GraphDef {
     }
 }
 
+/// The first event of every file: its `file_version`.
+fn file_version_event(wall_time: f64) -> proto::Event {
+    proto::Event {
+        wall_time,
+        step: 0,
+        what: Some(proto::What::FileVersion(FILE_VERSION.to_string())),
+    }
+}
+
+/// Writes scalar summaries (a training loss, an accuracy...) to a TensorBoard event file, for
+/// its Scalars tab: `tensorboard --logdir <logdir>`.
+///
+/// ```no_run
+/// # fn main() -> Result<(), graph_runtime::Error> {
+/// use graph_runtime::tensorboard::EventWriter;
+/// let mut writer = EventWriter::new("target/logs/run1")?;
+/// for step in 0..100 {
+///     let loss = 1.0 / (1.0 + step as f32);
+///     writer.add_scalar("train/loss", step, loss)?;
+/// }
+/// writer.flush()?; // also done when the writer is dropped
+/// # Ok(()) }
+/// ```
+///
+/// The file is named `events.out.tfevents.<unix secs>.<host>.<pid>.<n>`, as TensorFlow names
+/// its own, `n` counting the writers this process made, so two writers never share a file.
+/// Each [`EventWriter::add_scalar`] appends one `Event` (the step, the wall time and a
+/// `Summary` holding the tag's `simple_value`) to a buffer that [`EventWriter::flush`], and
+/// dropping the writer, write out; a directory holds one run, so start a new run in a new (or
+/// emptied) directory, or TensorBoard draws the old points with the new ones.
+#[derive(Debug)]
+pub struct EventWriter {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+}
+
+/// The writers made by this process, for their file names.
+static WRITERS: AtomicUsize = AtomicUsize::new(0);
+
+impl EventWriter {
+    /// Creates `logdir` if missing and a new event file in it, which starts with the
+    /// `file_version` event.
+    pub fn new(logdir: impl AsRef<Path>) -> Result<EventWriter, Error> {
+        let logdir = logdir.as_ref();
+        std::fs::create_dir_all(logdir).map_err(|e| io_error(logdir, e))?;
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let file_name = format!(
+            "events.out.tfevents.{}.{}.{}.{}",
+            now.as_secs(),
+            file_part(&hostname()),
+            std::process::id(),
+            WRITERS.fetch_add(1, Ordering::Relaxed)
+        );
+        let path = logdir.join(file_name);
+        let file = std::fs::File::create(&path).map_err(|e| io_error(&path, e))?;
+        let mut writer = EventWriter {
+            path,
+            file: std::io::BufWriter::new(file),
+        };
+        writer.write_event(&file_version_event(now.as_secs_f64()))?;
+        Ok(writer)
+    }
+
+    /// The event file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records `value` for `tag` at `step` (TensorBoard's x axis), stamped with the wall time.
+    pub fn add_scalar(&mut self, tag: &str, step: i64, value: f32) -> Result<(), Error> {
+        let wall_time = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let summary = proto::Summary {
+            value: vec![proto::summary::Value {
+                tag: tag.to_string(),
+                value: Some(proto::summary::Kind::SimpleValue(value)),
+            }],
+        };
+        self.write_event(&proto::Event {
+            wall_time,
+            step,
+            what: Some(proto::What::Summary(summary)),
+        })
+    }
+
+    /// Writes what is buffered to the file, so that TensorBoard sees it.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.file.flush().map_err(|e| io_error(&self.path, e))
+    }
+
+    fn write_event(&mut self, event: &proto::Event) -> Result<(), Error> {
+        let mut bytes = Vec::new();
+        write_record(&mut bytes, &event.encode_to_vec());
+        self.file
+            .write_all(&bytes)
+            .map_err(|e| io_error(&self.path, e))
+    }
+}
+
+impl Drop for EventWriter {
+    fn drop(&mut self) {
+        // An error here has nowhere to go; `flush` reports it to a caller who wants it.
+        let _ = self.file.flush();
+    }
+}
+
 /// Each node's name for TensorFlow: its grafo name made a valid op name, prefixed by the
 /// cond arms it sits in (`cond0/then/y`), and made unique with `_1`, `_2`... where needed.
 fn tensorflow_names(graph: &GraphDef) -> Vec<String> {
@@ -331,6 +470,12 @@ fn scope(graph: &GraphDef, region: Region) -> String {
 
 /// A valid TensorFlow op name: `[A-Za-z0-9.][A-Za-z0-9_.\-]*`, other characters become `_`.
 fn op_name(text: &str) -> String {
+    // A `/` in a grafo name is a name scope (`gradients/d_w`), kept as TensorFlow's.
+    text.split('/').map(scope_part).collect::<Vec<_>>().join("/")
+}
+
+/// One part of a scoped name, with TensorFlow's character rules.
+fn scope_part(text: &str) -> String {
     let mut out: String = text
         .chars()
         .map(|c| {
@@ -492,9 +637,70 @@ mod tests {
     }
 
     #[test]
+    fn event_writer_scalars_read_back() {
+        let dir = std::env::temp_dir().join(format!("grafo-event-writer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut first = EventWriter::new(&dir).expect("writer created");
+        let second = EventWriter::new(&dir).expect("a second writer in the same directory");
+        assert_ne!(first.path(), second.path());
+        drop(second);
+        let values = [(0, 2.5f32), (1, 1.25), (7, -0.0), (1 << 40, f32::NAN)];
+        for (step, value) in values {
+            first
+                .add_scalar("train/loss", step, value)
+                .expect("scalar written");
+        }
+        first
+            .add_scalar("accuracy", 3, 0.96)
+            .expect("scalar written");
+        first.flush().expect("flushed");
+        let name = first.path().file_name().and_then(|n| n.to_str());
+        assert!(
+            name.is_some_and(|n| n.starts_with("events.out.tfevents.")),
+            "{name:?}"
+        );
+
+        let events = read_event_file(first.path()).expect("events decode");
+        assert_eq!(events.len(), 6);
+        assert_eq!(
+            events[0].what,
+            Some(proto::What::FileVersion(FILE_VERSION.to_string()))
+        );
+        let scalars: Vec<(i64, String, f32)> = events[1..]
+            .iter()
+            .map(|e| {
+                assert!(e.wall_time > 1.0e9, "{e:?}");
+                let Some(proto::What::Summary(summary)) = &e.what else {
+                    panic!("not a summary: {e:?}");
+                };
+                assert_eq!(summary.value.len(), 1);
+                let v = &summary.value[0];
+                let Some(proto::summary::Kind::SimpleValue(x)) = v.value else {
+                    panic!("no simple_value: {v:?}");
+                };
+                (e.step, v.tag.clone(), x)
+            })
+            .collect();
+        for (i, (step, value)) in values.iter().enumerate() {
+            assert_eq!(scalars[i].0, *step);
+            assert_eq!(scalars[i].1, "train/loss");
+            assert_eq!(scalars[i].2.to_bits(), value.to_bits());
+        }
+        assert_eq!(scalars[4], (3, "accuracy".to_string(), 0.96));
+
+        // Dropping the writer flushes what `add_scalar` buffered.
+        let path = first.path().to_path_buf();
+        first.add_scalar("late", 9, 1.0).expect("scalar written");
+        drop(first);
+        assert_eq!(read_event_file(&path).expect("events decode").len(), 7);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn op_names_are_valid() {
         assert_eq!(op_name("y"), "y");
         assert_eq!(op_name("_t"), "n_t");
-        assert_eq!(op_name("a b/c"), "a_b_c");
+        assert_eq!(op_name("a b/c"), "a_b/c");
+        assert_eq!(op_name("gradients/d_w"), "gradients/d_w");
     }
 }

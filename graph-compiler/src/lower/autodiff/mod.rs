@@ -171,6 +171,13 @@ impl Lowerer<'_> {
             self.diag.error(span, msg);
             return poisoned_result(self);
         }
+        // The backward nodes live in TF's name scope `gradients/`, so the graph's exports
+        // (TensorBoard groups by scope) show forward and backward apart.
+        for (i, n) in self.graph.nodes.iter_mut().enumerate().skip(sweep.forward_len) {
+            if n.name.is_none() {
+                n.name = Some(format!("gradients/{}_{i}", n.op.name()));
+            }
+        }
         let mut grads = Vec::new();
         for &x in &x_ids {
             let g = match adj.get(&x) {
@@ -180,6 +187,10 @@ impl Lowerer<'_> {
                     self.zeros(n.dtype, n.shape, span)
                 }
             };
+            if g.0 >= sweep.forward_len {
+                let x_name = self.graph.node(x).name.clone().unwrap_or_else(|| format!("n{}", x.0));
+                self.graph.node_mut(g).name = Some(format!("gradients/d_{x_name}"));
+            }
             grads.push(Value::Tensor(g));
         }
         if single {
