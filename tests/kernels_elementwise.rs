@@ -61,7 +61,7 @@ fn sigmoid_ref(x: f64) -> f64 {
 
 #[test]
 fn f32_math_within_4_ulp() {
-    let cases: [(&str, fn(f32) -> f32, fn(f64) -> f64); 7] = [
+    let cases: [(&str, fn(f32) -> f32, fn(f64) -> f64); 9] = [
         ("exp", exp_f32, f64::exp),
         ("log", log_f32, f64::ln),
         ("tanh", tanh_f32, f64::tanh),
@@ -69,6 +69,8 @@ fn f32_math_within_4_ulp() {
         ("sin", sin_f32, f64::sin),
         ("cos", cos_f32, f64::cos),
         ("rsqrt", rsqrt_f32, |x| 1.0 / x.sqrt()),
+        ("log1p", log1p_f32, f64::ln_1p),
+        ("expm1", expm1_f32, f64::exp_m1),
     ];
     for (name, f, r) in cases {
         let (ulp, at) = max_ulp(f, r);

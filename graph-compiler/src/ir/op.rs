@@ -26,6 +26,20 @@ pub enum UnaryOp {
     Elu,
     /// `!x` and `logical_not(x)` on bool tensors.
     LogicalNot,
+    /// `min(max(x, 0), 6)`; NaN stays NaN.
+    Relu6,
+    /// -1, 0 or 1 (0 for both zeros; NaN stays NaN).
+    Sign,
+    Floor,
+    Ceil,
+    /// Round half to even (TensorFlow's `round`); the identity on integers.
+    Round,
+    /// `ln(1 + x)`, accurate near 0.
+    Log1p,
+    /// `e^x - 1`, accurate near 0.
+    Expm1,
+    /// `1 / x`.
+    Reciprocal,
 }
 
 /// What a unary op accepts.
@@ -58,6 +72,14 @@ impl UnaryOp {
             "softplus" => UnaryOp::Softplus,
             "elu" => UnaryOp::Elu,
             "logical_not" => UnaryOp::LogicalNot,
+            "relu6" => UnaryOp::Relu6,
+            "sign" => UnaryOp::Sign,
+            "floor" => UnaryOp::Floor,
+            "ceil" => UnaryOp::Ceil,
+            "round" => UnaryOp::Round,
+            "log1p" => UnaryOp::Log1p,
+            "expm1" => UnaryOp::Expm1,
+            "reciprocal" => UnaryOp::Reciprocal,
             _ => return None,
         })
     }
@@ -81,6 +103,14 @@ impl UnaryOp {
             UnaryOp::Softplus => "softplus",
             UnaryOp::Elu => "elu",
             UnaryOp::LogicalNot => "logical_not",
+            UnaryOp::Relu6 => "relu6",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Floor => "floor",
+            UnaryOp::Ceil => "ceil",
+            UnaryOp::Round => "round",
+            UnaryOp::Log1p => "log1p",
+            UnaryOp::Expm1 => "expm1",
+            UnaryOp::Reciprocal => "reciprocal",
         }
     }
 
@@ -89,10 +119,20 @@ impl UnaryOp {
         self.operand_kind() == OperandKind::Float
     }
 
+    /// Whether the op is piecewise constant, so that no gradient flows through it (TF's
+    /// `sign`, `floor`, `ceil` and `round` gradients are zero).
+    pub fn is_step(self) -> bool {
+        matches!(
+            self,
+            UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round
+        )
+    }
+
     /// The dtypes the op accepts.
     pub fn operand_kind(self) -> OperandKind {
         match self {
             UnaryOp::Abs | UnaryOp::Square | UnaryOp::Relu | UnaryOp::Neg => OperandKind::Number,
+            UnaryOp::Relu6 | UnaryOp::Sign | UnaryOp::Round => OperandKind::Number,
             UnaryOp::LogicalNot => OperandKind::Bool,
             _ => OperandKind::Float,
         }

@@ -1,4 +1,4 @@
-//! Lowering of the activation and normalisation calls: `gelu`, `leaky_relu`, `clip_by_value`, `batch_normalization` and `layer_norm`.
+//! Lowering of the activation and normalisation calls: `gelu`, `leaky_relu`, the Keras composites (`hard_sigmoid`, `hard_swish`, `silu`/`swish`, `softsign`), `clip_by_value`, `batch_normalization` and `layer_norm`.
 //!
 //! `gelu` and `leaky_relu` become one elementwise node each; `clip_by_value`,
 //! `batch_normalization` and `layer_norm` are written in the existing ops (as TensorFlow
@@ -8,7 +8,7 @@
 use super::{Call, Lowerer, Span};
 use crate::infer;
 use crate::ir::*;
-use crate::ops::Lowering;
+use crate::ops::{Activation, Lowering};
 use syn::Expr;
 
 /// Keras' default `epsilon` of `LayerNormalization`.
@@ -24,6 +24,7 @@ impl Lowerer<'_> {
         let id = match lowering {
             Lowering::Gelu => self.gelu(args, span),
             Lowering::LeakyRelu => self.leaky_relu(args, span),
+            Lowering::Activation(a) => self.composite_activation(call.name, a, args[0], span),
             Lowering::ClipByValue => self.clip_by_value(args, span),
             Lowering::BatchNormalization => self.batch_normalization(args, span),
             Lowering::LayerNorm => self.layer_norm(args, span),
@@ -114,6 +115,47 @@ impl Lowerer<'_> {
             None => self.weak_float(LEAKY_RELU_ALPHA, span),
         };
         self.binary(BinaryOp::LeakyRelu, x, alpha, span)
+    }
+
+    /// `hard_sigmoid`, `hard_swish`, `silu`/`swish` and `softsign` of a float `x`, written as
+    /// Keras writes them, so fusion sees one elementwise chain and `gradients` needs no rule
+    /// of their own.
+    fn composite_activation(
+        &mut self,
+        name: &str,
+        a: Activation,
+        arg: &Expr,
+        span: Span,
+    ) -> NodeId {
+        let x = self.operand(arg);
+        let Some(x) = self.float_operand(name, x, arg) else {
+            return self.poisoned(span);
+        };
+        match a {
+            Activation::HardSigmoid | Activation::HardSwish => {
+                // relu6(x + 3) / 6, times x for hard_swish (Keras: `x * relu6(x + 3) / 6`).
+                let three = self.weak_float(3.0, span);
+                let shifted = self.binary(BinaryOp::Add, x, three, span);
+                let r = self.unary_node(UnaryOp::Relu6, shifted, span);
+                let r = if a == Activation::HardSwish {
+                    self.binary(BinaryOp::Mul, x, r, span)
+                } else {
+                    r
+                };
+                let six = self.weak_float(6.0, span);
+                self.binary(BinaryOp::Div, r, six, span)
+            }
+            Activation::Silu => {
+                let s = self.unary_node(UnaryOp::Sigmoid, x, span);
+                self.binary(BinaryOp::Mul, x, s, span)
+            }
+            Activation::Softsign => {
+                let m = self.unary_node(UnaryOp::Abs, x, span);
+                let one = self.weak_float(1.0, span);
+                let d = self.binary(BinaryOp::Add, one, m, span);
+                self.binary(BinaryOp::Div, x, d, span)
+            }
+        }
     }
 
     /// Fails unless `p` broadcasts to exactly `x`'s shape (a bound or a parameter of `x`).

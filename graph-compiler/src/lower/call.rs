@@ -72,6 +72,7 @@ impl Lowerer<'_> {
             Lowering::Cast => Value::Tensor(self.lower_cast(&call)),
             Lowering::Gelu
             | Lowering::LeakyRelu
+            | Lowering::Activation(_)
             | Lowering::ClipByValue
             | Lowering::BatchNormalization
             | Lowering::LayerNorm => Value::Tensor(self.lower_activation_call(row.lowering, &call)),

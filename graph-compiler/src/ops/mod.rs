@@ -222,6 +222,8 @@ pub enum Lowering {
     Cast,
     Gelu,
     LeakyRelu,
+    /// An activation written in other elementwise ops (`lower/activations.rs`).
+    Activation(Activation),
     ClipByValue,
     Reduce(ReduceKind),
     Norm,
@@ -240,6 +242,19 @@ pub enum Lowering {
     Loss(Loss),
     Optimizer(Optimizer),
     Assert(AssertKind),
+}
+
+/// The activations that are composites of other elementwise ops (Keras' definitions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// `relu6(x + 3) / 6`.
+    HardSigmoid,
+    /// `x * relu6(x + 3) / 6`.
+    HardSwish,
+    /// `x * sigmoid(x)` (`silu` and `swish`).
+    Silu,
+    /// `x / (1 + |x|)`.
+    Softsign,
 }
 
 /// The selection and assembly ops, lowered by `lower/selection.rs`.

@@ -8,7 +8,7 @@ use crate::exec::parallel::map_reduce;
 use crate::kernels::elementwise::{
     binary_into, broadcast_shapes, map_into, math_into, ternary_into,
 };
-use crate::kernels::math::{ActivationMath, FloatMath, MathFn};
+use crate::kernels::math::{ActivationMath, ElementaryMath, FloatMath, MathFn, NumberMath};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 /// Runs a broadcasting binary kernel and allocates its result.
@@ -278,6 +278,46 @@ pub fn square<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Erro
 /// `max(x, 0)`; NaN stays NaN.
 pub fn relu<'a, T: Numeric>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
     unary("relu", x, |v: T| if v < T::ZERO { T::ZERO } else { v })
+}
+
+/// `min(max(x, 0), 6)` (TensorFlow's `relu6`); NaN stays NaN.
+pub fn relu6<'a, T: NumberMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("relu6", x, T::relu6_)
+}
+
+/// -1, 0 or 1 by the sign of each element (`+0` for both zeros, NaN for NaN).
+pub fn sign<'a, T: NumberMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("sign", x, T::sign_)
+}
+
+/// Rounds half to even (TensorFlow's `round`); integers are returned as they are.
+pub fn round<'a, T: NumberMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("round", x, T::round_)
+}
+
+/// The largest integer not above each element.
+pub fn floor<'a, T: ElementaryMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("floor", x, T::floor_)
+}
+
+/// The smallest integer not below each element.
+pub fn ceil<'a, T: ElementaryMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("ceil", x, T::ceil_)
+}
+
+/// `ln(1 + x)`, accurate near 0.
+pub fn log1p<'a, T: ElementaryMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("log1p", x, T::log1p_)
+}
+
+/// `e^x - 1`, accurate near 0.
+pub fn expm1<'a, T: ElementaryMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("expm1", x, T::expm1_)
+}
+
+/// `1 / x`.
+pub fn reciprocal<'a, T: ElementaryMath>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
+    unary("reciprocal", x, T::reciprocal_)
 }
 
 macro_rules! unary_math {

@@ -417,21 +417,25 @@ pub fn gelu_tanh_f32(x: f32) -> f32 {
     }
 }
 
-/// `ln(1 + e)` for f32 from the vectorised `log` (Goldberg's correction: exact where `1 + e` rounds to 1).
+/// `ln(1 + e)` for f32 from the vectorised `log` (Goldberg's correction: exact where `1 + e`
+/// rounds to 1), branch-free: `log1p(-1) = -inf`, NaN below -1, `log1p(inf) = inf`, `-0` kept.
 #[inline(always)]
-fn log1p_f32(e: f32) -> f32 {
+pub fn log1p_f32(e: f32) -> f32 {
     let u = 1.0 + e;
     let corrected = log_f32(u) * (e / (u - 1.0));
+    // `e / (u - 1)` is inf/inf at e = +inf.
+    let r = if u == f32::INFINITY { u } else { corrected };
     if u == 1.0 {
         e
     } else {
-        corrected
+        r
     }
 }
 
-/// `e^x - 1` for f32 from the vectorised `exp` and `log` (Kahan's correction near 0).
+/// `e^x - 1` for f32 from the vectorised `exp` and `log` (Kahan's correction near 0),
+/// branch-free: `expm1(-inf) = -1`, overflow gives `inf`, `-0` kept.
 #[inline(always)]
-fn expm1_f32(x: f32) -> f32 {
+pub fn expm1_f32(x: f32) -> f32 {
     let u = exp_f32(x);
     let um1 = u - 1.0;
     let corrected = um1 * (x / log_f32(u));
@@ -578,6 +582,195 @@ pub fn elu_f64(x: f64) -> f64 {
         x.exp_m1()
     }
 }
+
+/// `ln(1 + x)` for f64 (`std`).
+#[inline(always)]
+pub fn log1p_f64(x: f64) -> f64 {
+    x.ln_1p()
+}
+
+/// `e^x - 1` for f64 (`std`).
+#[inline(always)]
+pub fn expm1_f64(x: f64) -> f64 {
+    x.exp_m1()
+}
+
+// ----- rounding, sign, relu6 and the reciprocal (issue 31) -----------------------------------
+//
+// Each is a select or one instruction (`roundps` at the AVX2 and AVX-512 levels), so a fused
+// loop calling them vectorises; compiled and eager code call these same functions.
+
+macro_rules! float_steps {
+    ($t:ident, $floor:ident, $ceil:ident, $round:ident, $sign:ident, $relu6:ident, $recip:ident) => {
+        /// `floor(x)` (`-0` and NaN kept).
+        #[inline(always)]
+        pub fn $floor(x: $t) -> $t {
+            x.floor()
+        }
+
+        /// `ceil(x)` (`ceil(-0.5) = -0`; NaN kept).
+        #[inline(always)]
+        pub fn $ceil(x: $t) -> $t {
+            x.ceil()
+        }
+
+        /// Round half to even (TensorFlow's `round`, C's `rint`): `round(0.5) = 0`,
+        /// `round(1.5) = 2`, `round(-2.5) = -2`, `round(-0.4) = -0`.
+        #[inline(always)]
+        pub fn $round(x: $t) -> $t {
+            x.round_ties_even()
+        }
+
+        /// `-1` below 0, `1` above, `+0` at both zeros (Eigen's `sign`, which TensorFlow
+        /// calls), NaN for NaN; branch-free.
+        #[inline(always)]
+        pub fn $sign(x: $t) -> $t {
+            let r = if x > 0.0 { 1.0 } else { x };
+            let r = if x < 0.0 { -1.0 } else { r };
+            if x == 0.0 {
+                0.0
+            } else {
+                r
+            }
+        }
+
+        /// `min(max(x, 0), 6)`; NaN stays NaN and `-0` stays `-0` (as `relu`).
+        #[inline(always)]
+        pub fn $relu6(x: $t) -> $t {
+            let r = if x < 0.0 { 0.0 } else { x };
+            if r > 6.0 {
+                6.0
+            } else {
+                r
+            }
+        }
+
+        /// `1 / x`.
+        #[inline(always)]
+        pub fn $recip(x: $t) -> $t {
+            1.0 / x
+        }
+    };
+}
+float_steps!(
+    f32,
+    floor_f32,
+    ceil_f32,
+    round_f32,
+    sign_f32,
+    relu6_f32,
+    reciprocal_f32
+);
+float_steps!(
+    f64,
+    floor_f64,
+    ceil_f64,
+    round_f64,
+    sign_f64,
+    relu6_f64,
+    reciprocal_f64
+);
+
+/// `sign`, `relu6` and `round` on any number (integers included: `round` is their identity).
+pub trait NumberMath: crate::dtype::Numeric {
+    fn sign_(self) -> Self;
+    fn relu6_(self) -> Self;
+    fn round_(self) -> Self;
+}
+
+macro_rules! number_math_float {
+    ($t:ident, $sign:ident, $relu6:ident, $round:ident) => {
+        impl NumberMath for $t {
+            #[inline(always)]
+            fn sign_(self) -> Self {
+                $sign(self)
+            }
+            #[inline(always)]
+            fn relu6_(self) -> Self {
+                $relu6(self)
+            }
+            #[inline(always)]
+            fn round_(self) -> Self {
+                $round(self)
+            }
+        }
+    };
+}
+number_math_float!(f32, sign_f32, relu6_f32, round_f32);
+number_math_float!(f64, sign_f64, relu6_f64, round_f64);
+
+macro_rules! number_math_int {
+    ($t:ident) => {
+        impl NumberMath for $t {
+            #[inline(always)]
+            fn sign_(self) -> Self {
+                self.signum()
+            }
+            #[inline(always)]
+            fn relu6_(self) -> Self {
+                self.clamp(0, 6)
+            }
+            #[inline(always)]
+            fn round_(self) -> Self {
+                self
+            }
+        }
+    };
+}
+number_math_int!(i32);
+number_math_int!(i64);
+
+/// `floor`, `ceil`, `log1p`, `expm1` and `reciprocal` on a float type, so the eager ops are generic.
+pub trait ElementaryMath: FloatMath {
+    fn floor_(self) -> Self;
+    fn ceil_(self) -> Self;
+    fn log1p_(self) -> Self;
+    fn expm1_(self) -> Self;
+    fn reciprocal_(self) -> Self;
+}
+
+macro_rules! elementary_math {
+    ($t:ident, $floor:ident, $ceil:ident, $log1p:ident, $expm1:ident, $recip:ident) => {
+        impl ElementaryMath for $t {
+            #[inline(always)]
+            fn floor_(self) -> Self {
+                $floor(self)
+            }
+            #[inline(always)]
+            fn ceil_(self) -> Self {
+                $ceil(self)
+            }
+            #[inline(always)]
+            fn log1p_(self) -> Self {
+                $log1p(self)
+            }
+            #[inline(always)]
+            fn expm1_(self) -> Self {
+                $expm1(self)
+            }
+            #[inline(always)]
+            fn reciprocal_(self) -> Self {
+                $recip(self)
+            }
+        }
+    };
+}
+elementary_math!(
+    f32,
+    floor_f32,
+    ceil_f32,
+    log1p_f32,
+    expm1_f32,
+    reciprocal_f32
+);
+elementary_math!(
+    f64,
+    floor_f64,
+    ceil_f64,
+    log1p_f64,
+    expm1_f64,
+    reciprocal_f64
+);
 
 /// The activations above on a float type, so the eager ops are generic.
 pub trait ActivationMath: FloatMath {

@@ -134,6 +134,18 @@ pub fn scalar_op(graph: &Graph, id: NodeId, args: &[TokenStream]) -> TokenStream
                     quote!(#f(#a))
                 }
                 UnaryOp::LogicalNot => quote!((!#a)),
+                UnaryOp::Relu6 | UnaryOp::Sign | UnaryOp::Round => {
+                    let f = format_ident!("{}_", u.name());
+                    quote!(<#t as ::grafo::__private::math::NumberMath>::#f(#a))
+                }
+                UnaryOp::Floor
+                | UnaryOp::Ceil
+                | UnaryOp::Log1p
+                | UnaryOp::Expm1
+                | UnaryOp::Reciprocal => {
+                    let f = math(u.name());
+                    quote!(#f(#a))
+                }
             }
         }
         Op::Binary(b) => {

@@ -33,6 +33,8 @@ impl Lowerer<'_> {
                     out.push((inputs[0], s));
                 }
             }
+            // Piecewise constant: no gradient flows (TF's are zeros or None).
+            Op::Unary(u) if u.is_step() => {}
             Op::Unary(u) => {
                 if wants(0) {
                     let c = self.unary_rule(sweep, *u, id, inputs[0], g)?;
@@ -326,6 +328,35 @@ impl Lowerer<'_> {
                 self.select3(pos, g, gy1, span)
             }
             UnaryOp::LogicalNot => unreachable!("bool values carry no gradient"),
+            UnaryOp::Relu6 => {
+                // g where 0 < x < 6 (TF's Relu6Grad).
+                let x = self.forward_value(sweep, x);
+                let above = self.cmp_c(CmpOp::Gt, x, 0.0, span);
+                let below = self.cmp_c(CmpOp::Lt, x, 6.0, span);
+                let inside = self.bin(BinaryOp::LogicalAnd, above, below, span);
+                self.mask(inside, g, true, span)
+            }
+            UnaryOp::Log1p => {
+                let x = self.forward_value(sweep, x);
+                let x1 = self.bin_c(Add, x, 1.0, span);
+                self.bin(Div, g, x1, span)
+            }
+            UnaryOp::Expm1 => {
+                // g * exp(x) (TF's; exact where y + 1 would round away a small e^x).
+                let x = self.forward_value(sweep, x);
+                let e = self.un(UnaryOp::Exp, x, span);
+                self.bin(Mul, g, e, span)
+            }
+            UnaryOp::Reciprocal => {
+                // -g * y^2 (TF's ReciprocalGrad)
+                let y = self.forward_value(sweep, y);
+                let y2 = self.bin(Mul, y, y, span);
+                let gy2 = self.bin(Mul, g, y2, span);
+                self.un(UnaryOp::Neg, gy2, span)
+            }
+            UnaryOp::Sign | UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => {
+                unreachable!("piecewise constant ops have no rule (see `vjp`)")
+            }
         };
         Ok(c)
     }

