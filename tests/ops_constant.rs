@@ -253,3 +253,177 @@ fn ranges_keep_the_sign_of_a_zero_start() {
         same_bits(how, &minus, &arr1(&[-0.0f32, 1.0, 2.0]));
     }
 }
+
+// ----- constants of a dtype: f32::NEG_INFINITY, i32::MAX, f64::consts::PI -----------------
+
+/// Causal attention's mask: scores above the diagonal become `f32::NEG_INFINITY`, so softmax
+/// gives them exactly 0; a row masked whole (the last, by `keep`) is all -inf, whose
+/// softmax is NaN, as TF's.
+#[graph]
+fn causal_softmax(
+    x: Tensor<f32, T, T>,
+    keep: Tensor<bool, T, 1>,
+) -> (Tensor<f32, T, T>, Tensor<f32, T, T>) {
+    let i = expand_dims(range(T), 1);
+    let j = expand_dims(range(T), 0);
+    let masked = select(j <= i, x, f32::NEG_INFINITY);
+    let masked = select(keep, masked, f32::NEG_INFINITY);
+    (masked, softmax(masked, -1))
+}
+
+#[test]
+fn a_causal_mask_of_neg_infinity_then_softmax() {
+    for t in [0usize, 1, 5, 67] {
+        let x = Array2::from_shape_fn((t, t), |(i, j)| ((i * 7 + j * 3) % 11) as f32 * 0.5 - 2.0);
+        let keep = Array2::from_shape_fn((t, 1), |(i, _)| i + 1 < t || t == 1);
+        let mut want_masked = x.clone();
+        let mut want = Array2::<f32>::zeros((t, t));
+        for i in 0..t {
+            for j in 0..t {
+                if j > i || !keep[[i, 0]] {
+                    want_masked[[i, j]] = f32::NEG_INFINITY;
+                }
+            }
+            let row = want_masked.row(i);
+            let m = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let s: f64 = row.iter().map(|&v| f64::from(v - m).exp()).sum();
+            for j in 0..t {
+                want[[i, j]] = (f64::from(want_masked[[i, j]] - m).exp() / s) as f32;
+            }
+        }
+        let runs = runs_ok!(causal_softmax(&x, &keep));
+        for (how, (masked, soft)) in &runs {
+            let how = format!("{how}, T = {t}");
+            same_bits(&how, masked, &want_masked);
+            // Compiled, eager and session agree bit for bit; the reference to rounding.
+            same_bits(&how, soft, &runs[0].1 .1);
+            for ((i, j), &w) in want.indexed_iter() {
+                let g = soft[[i, j]];
+                if j > i {
+                    assert_eq!(g.to_bits(), 0, "{how}: [{i}, {j}] is masked: {g}");
+                } else if w.is_nan() {
+                    assert!(g.is_nan(), "{how}: [{i}, {j}]: {g}, want NaN");
+                } else {
+                    assert!((g - w).abs() <= 1e-6, "{how}: [{i}, {j}]: {g} vs {w}");
+                }
+            }
+        }
+    }
+}
+
+/// The constants of each dtype, as Rust spells them, alone, in an array constant, folded
+/// with each other (into NaN, infinity) and meeting an input at run time.
+#[graph]
+#[allow(clippy::type_complexity)]
+fn dtype_constants(
+    x: Tensor<f32, N>,
+    k: Tensor<i32, N>,
+) -> (
+    Tensor<f32, 7>,
+    Tensor<f64, 8>,
+    (Tensor<i32, 2>, Tensor<i64, 2>),
+    Tensor<f32, 6>,
+    (Tensor<f32, N>, Tensor<f32, N>, Tensor<i32, N>),
+) {
+    let all32 = constant([
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        f32::MAX,
+        f32::MIN,
+        f32::EPSILON,
+        std::f32::MIN_POSITIVE,
+    ]);
+    let all64 = constant([
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::MAX,
+        f64::MIN,
+        f64::EPSILON,
+        f64::consts::PI,
+        core::f64::consts::LN_2,
+    ]);
+    let ints = (
+        constant([i32::MAX, i32::MIN]),
+        constant([i64::MAX, i64::MIN]),
+    );
+    // Folded: 0 * inf and inf - inf are the hardware's NaN (negative on x86), -NaN flips
+    // NAN's sign, MAX * 2 overflows, and maximum with NaN is NaN.
+    let folded = stack(
+        [
+            f32::INFINITY * 0.0,
+            f32::INFINITY - f32::INFINITY,
+            -f32::NAN,
+            f32::MAX * 2.0,
+            maximum(f32::NAN, 1.0),
+            f32::MIN - f32::MAX,
+        ],
+        0,
+    );
+    (
+        all32,
+        all64,
+        ints,
+        folded,
+        (x + f32::EPSILON, x * f32::NAN, k + i32::MAX),
+    )
+}
+
+#[test]
+fn constants_of_a_dtype_are_typed_values() {
+    let nan_product = std::hint::black_box(f32::INFINITY) * std::hint::black_box(0.0f32);
+    let nan_difference = std::hint::black_box(f32::INFINITY) - std::hint::black_box(f32::INFINITY);
+    for n in SIZES {
+        let x = Array1::from_shape_fn(n, |i| i as f32 - 1.0);
+        let k = Array1::from_shape_fn(n, |i| i as i32 - 1);
+        let runs = runs_ok!(dtype_constants(&x, &k));
+        for (how, (a, b, (c, d), f, (p, q, r))) in &runs {
+            let how = format!("{how}, N = {n}");
+            same_bits(
+                &how,
+                a,
+                &arr1(&[
+                    f32::INFINITY,
+                    f32::NEG_INFINITY,
+                    f32::NAN,
+                    f32::MAX,
+                    f32::MIN,
+                    f32::EPSILON,
+                    f32::MIN_POSITIVE,
+                ]),
+            );
+            let want64 = [
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                f64::NAN,
+                f64::MAX,
+                f64::MIN,
+                f64::EPSILON,
+                std::f64::consts::PI,
+                std::f64::consts::LN_2,
+            ];
+            let got64: Vec<u64> = b.iter().map(|v| v.to_bits()).collect();
+            let want64: Vec<u64> = want64.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got64, want64, "{how}");
+            assert_eq!(c, &arr1(&[i32::MAX, i32::MIN]), "{how}");
+            assert_eq!(d, &arr1(&[i64::MAX, i64::MIN]), "{how}");
+            same_bits(
+                &how,
+                f,
+                &arr1(&[
+                    nan_product,
+                    nan_difference,
+                    -f32::NAN,
+                    f32::INFINITY,
+                    f32::NAN,
+                    f32::NEG_INFINITY,
+                ]),
+            );
+            same_bits(&how, p, &x.mapv(|v| v + f32::EPSILON));
+            same_bits(&how, q, &runs[0].1 .4 .1);
+            assert!(q.iter().all(|v| v.is_nan()), "{how}");
+            assert_eq!(r, &k.mapv(|v| v.wrapping_add(i32::MAX)), "{how}");
+        }
+    }
+}

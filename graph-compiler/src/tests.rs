@@ -91,6 +91,38 @@ fn cse_merges_duplicate_expressions() {
     assert_eq!(live_ops(&g).iter().filter(|o| *o == "exp").count(), 1);
 }
 
+/// `f32::NAN` twice is one constant; `-f32::NAN` (another sign bit) and `f64::NAN` (another
+/// dtype) stay apart, and the emitter spells the negative NaN by its bits, not as `f32::NAN`.
+#[test]
+fn dtype_constants_are_typed_and_merged_by_their_bits() {
+    let (mut g, d) = lowered(quote! {
+        fn f(x: Tensor<f32, 8>) -> (Tensor<f32, 8>, Tensor<f32, 8>, Tensor<f32, 8>, Tensor<f64>) {
+            (x + f32::NAN, x * f32::NAN, x - -f32::NAN, constant(std::f64::NAN))
+        }
+    });
+    assert!(!d.has_errors());
+    passes::cse::run(&mut g);
+    let operand = |k: usize| g.node(g.outputs[k]).inputs[1];
+    assert_eq!(operand(0), operand(1));
+    assert_ne!(operand(0), operand(2));
+    let nan = |id: NodeId| match g.const_value(id) {
+        Some(Scalar::Float(v)) => v,
+        other => panic!("not a float constant: {other:?}"),
+    };
+    assert_eq!(g.node(operand(0)).dtype, DType::F32);
+    assert_eq!(nan(operand(0)).to_bits(), f64::NAN.to_bits());
+    assert_eq!(nan(operand(2)).to_bits(), (-f64::NAN).to_bits());
+    assert_eq!(g.node(g.outputs[3]).dtype, DType::F64);
+    let spelled = crate::emit::compiled::literal(Scalar::Float(-f64::NAN), DType::F32);
+    let bits = (-f32::NAN).to_bits();
+    assert_eq!(
+        spelled.to_string(),
+        quote!(f32::from_bits(#bits)).to_string()
+    );
+    let plain = crate::emit::compiled::literal(Scalar::Float(f64::NAN), DType::F32);
+    assert_eq!(plain.to_string(), quote!(f32::NAN).to_string());
+}
+
 #[test]
 fn dce_drops_unused_values() {
     let (g, _) = lowered(quote! {

@@ -15,6 +15,90 @@ pub(super) fn unwrapped(e: &Expr) -> &Expr {
     }
 }
 
+/// The constants of a dtype a body may name, as Rust spells them (`f32::NEG_INFINITY`,
+/// `std::f64::consts::PI`, `i64::MIN`): a value of that dtype, as a typed literal is.
+/// `None` when the path does not start with a dtype (after an optional `std`/`core`), an
+/// error naming the known ones when it does but names no constant of it.
+pub(super) fn dtype_constant(p: &syn::ExprPath) -> Option<Result<(Scalar, DType), String>> {
+    if p.qself.is_some() || p.path.segments.iter().any(|s| !s.arguments.is_none()) {
+        return None;
+    }
+    let names: Vec<String> = p
+        .path
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    let mut rest: Vec<&str> = names.iter().map(String::as_str).collect();
+    if matches!(rest.first(), Some(&("std" | "core"))) && rest.len() > 2 {
+        rest.remove(0);
+    }
+    let dtype = match rest.first() {
+        Some(&"f32") => DType::F32,
+        Some(&"f64") => DType::F64,
+        Some(&"i32") => DType::I32,
+        Some(&"i64") => DType::I64,
+        _ => return None,
+    };
+    macro_rules! float_constants {
+        ($t:ident, $name:expr, $consts:expr) => {{
+            use std::$t::consts as c;
+            let v: Option<$t> = match ($consts, $name) {
+                (false, "INFINITY") => Some($t::INFINITY),
+                (false, "NEG_INFINITY") => Some($t::NEG_INFINITY),
+                (false, "NAN") => Some($t::NAN),
+                (false, "MAX") => Some($t::MAX),
+                (false, "MIN") => Some($t::MIN),
+                (false, "MIN_POSITIVE") => Some($t::MIN_POSITIVE),
+                (false, "EPSILON") => Some($t::EPSILON),
+                (true, "PI") => Some(c::PI),
+                (true, "TAU") => Some(c::TAU),
+                (true, "E") => Some(c::E),
+                (true, "SQRT_2") => Some(c::SQRT_2),
+                (true, "FRAC_1_SQRT_2") => Some(c::FRAC_1_SQRT_2),
+                (true, "FRAC_2_SQRT_PI") => Some(c::FRAC_2_SQRT_PI),
+                (true, "FRAC_1_PI") => Some(c::FRAC_1_PI),
+                (true, "FRAC_2_PI") => Some(c::FRAC_2_PI),
+                (true, "FRAC_PI_2") => Some(c::FRAC_PI_2),
+                (true, "FRAC_PI_3") => Some(c::FRAC_PI_3),
+                (true, "FRAC_PI_4") => Some(c::FRAC_PI_4),
+                (true, "FRAC_PI_6") => Some(c::FRAC_PI_6),
+                (true, "FRAC_PI_8") => Some(c::FRAC_PI_8),
+                (true, "LN_2") => Some(c::LN_2),
+                (true, "LN_10") => Some(c::LN_10),
+                (true, "LOG2_E") => Some(c::LOG2_E),
+                (true, "LOG2_10") => Some(c::LOG2_10),
+                (true, "LOG10_E") => Some(c::LOG10_E),
+                (true, "LOG10_2") => Some(c::LOG10_2),
+                _ => None,
+            };
+            v.map(|v| Scalar::Float(f64::from(v)))
+        }};
+    }
+    let value = match (dtype, &rest[1..]) {
+        (DType::F32, [name]) => float_constants!(f32, *name, false),
+        (DType::F32, ["consts", name]) => float_constants!(f32, *name, true),
+        (DType::F64, [name]) => float_constants!(f64, *name, false),
+        (DType::F64, ["consts", name]) => float_constants!(f64, *name, true),
+        (DType::I32, ["MAX"]) => Some(Scalar::Int(i32::MAX.into())),
+        (DType::I32, ["MIN"]) => Some(Scalar::Int(i32::MIN.into())),
+        (DType::I64, ["MAX"]) => Some(Scalar::Int(i64::MAX)),
+        (DType::I64, ["MIN"]) => Some(Scalar::Int(i64::MIN)),
+        _ => None,
+    };
+    Some(value.map(|v| (v, dtype)).ok_or_else(|| {
+        let known = if dtype.is_float() {
+            "INFINITY, NEG_INFINITY, NAN, MAX, MIN, MIN_POSITIVE, EPSILON and those of `consts` (PI, E, LN_2, ...)"
+        } else {
+            "MAX and MIN"
+        };
+        format!(
+            "`{}` is not a constant of {dtype} grafo knows; it knows {dtype}'s {known}",
+            names.join("::")
+        )
+    }))
+}
+
 impl Lowerer<'_> {
     pub(super) fn literal_int(&self, e: &Expr) -> Option<i64> {
         match e {
@@ -27,10 +111,15 @@ impl Lowerer<'_> {
             }
             Expr::Paren(p) => self.literal_int(&p.expr),
             Expr::Group(g) => self.literal_int(&g.expr),
-            Expr::Path(p) => match self.consts.get(&p.path.get_ident()?.to_string()) {
-                Some(Scalar::Int(v)) => Some(*v),
-                _ => None,
-            },
+            Expr::Path(p) => {
+                if let Some(Ok((Scalar::Int(v), _))) = dtype_constant(p) {
+                    return Some(v);
+                }
+                match self.consts.get(&p.path.get_ident()?.to_string()) {
+                    Some(Scalar::Int(v)) => Some(*v),
+                    _ => None,
+                }
+            }
             _ => None,
         }
     }
@@ -152,10 +241,17 @@ impl Lowerer<'_> {
     fn lower_path(&mut self, p: &syn::ExprPath) -> Value {
         let span = p.span();
         let Some(id) = p.path.get_ident() else {
-            self.diag.error(
-                span,
-                "paths are not values in a `#[graph]` body; use a parameter or `let` name",
-            );
+            match dtype_constant(p) {
+                Some(Ok((value, dtype))) => {
+                    let id = self.push(Op::Const { value, weak: false }, vec![], dtype, vec![], span);
+                    return Value::Tensor(id);
+                }
+                Some(Err(msg)) => self.diag.error(span, msg),
+                None => self.diag.error(
+                    span,
+                    "paths are not values in a `#[graph]` body; use a parameter or `let` name (or a constant of a dtype, `f32::NEG_INFINITY`, `i32::MAX`)",
+                ),
+            }
             return Value::Tensor(self.poisoned(span));
         };
         let name = id.to_string();

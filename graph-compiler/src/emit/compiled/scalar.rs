@@ -14,22 +14,29 @@ pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
     match (s.convert(dtype), dtype) {
         // A negative value is spelled `(-m)`: a literal token cannot carry the sign of -0.0.
         // Only a finite value becomes a literal token (`quote` panics on others).
-        (Scalar::Float(x), DType::F32) => float_literal(x, quote!(f32), || {
-            let m = (x as f32).abs();
-            if x.is_sign_negative() {
-                quote!((-#m))
-            } else {
-                quote!(#m)
-            }
-        }),
-        (Scalar::Float(x), _) => float_literal(x, quote!(f64), || {
-            let m = x.abs();
-            if x.is_sign_negative() {
-                quote!((-#m))
-            } else {
-                quote!(#m)
-            }
-        }),
+        (Scalar::Float(x), DType::F32) => {
+            let x32 = x as f32;
+            let nan = (x32.to_bits() != f32::NAN.to_bits()).then(|| x32.to_bits());
+            float_literal(x, nan, quote!(f32), || {
+                let m = x32.abs();
+                if x.is_sign_negative() {
+                    quote!((-#m))
+                } else {
+                    quote!(#m)
+                }
+            })
+        }
+        (Scalar::Float(x), _) => {
+            let nan = (x.to_bits() != f64::NAN.to_bits()).then(|| x.to_bits());
+            float_literal(x, nan, quote!(f64), || {
+                let m = x.abs();
+                if x.is_sign_negative() {
+                    quote!((-#m))
+                } else {
+                    quote!(#m)
+                }
+            })
+        }
         (Scalar::Int(x), DType::I32) => {
             let x = x as i32;
             quote!(#x)
@@ -39,10 +46,20 @@ pub fn literal(s: Scalar, dtype: DType) -> TokenStream {
     }
 }
 
-/// A float literal, spelling NaN and the infinities as the type's constants.
-fn float_literal(x: f64, ty: TokenStream, finite: impl FnOnce() -> TokenStream) -> TokenStream {
+/// A float literal, spelling the infinities as the type's constants and NaN as `NAN`, or by
+/// its bits (`nan_bits`) when they are not `NAN`'s: a NaN folded from `0.0 * inf` has the
+/// sign the hardware gave it, and the eager path computes the same one at run time.
+fn float_literal<B: quote::ToTokens>(
+    x: f64,
+    nan_bits: Option<B>,
+    ty: TokenStream,
+    finite: impl FnOnce() -> TokenStream,
+) -> TokenStream {
     if x.is_nan() {
-        quote!(#ty::NAN)
+        match nan_bits {
+            None => quote!(#ty::NAN),
+            Some(bits) => quote!(#ty::from_bits(#bits)),
+        }
     } else if x == f64::INFINITY {
         quote!(#ty::INFINITY)
     } else if x == f64::NEG_INFINITY {
