@@ -6,17 +6,26 @@ EXPECTED_JSON is a file or an inline JSON object:
     {"nodes": {"NAME": {"op": "matmul", "shape": ["B", 10], "inputs": ["x", "w"],
                         "attrs": {"line": 7}}, ...},
      "node_count": 5}
+for a graph (the file must hold one graph_def), or
+    {"scalars": {"TAG": [[STEP, VALUE], ...], ...}}
+for scalar summaries (each tag's points, in order, as the Scalars tab's readers give them).
 A dim given as a string is a symbolic dim: size -1 named by it. Every key but "op" is
 optional. Exits 0 when the file matches, 1 with one line per difference otherwise.
 """
 
 import json
+import math
 import os
 import sys
 
 from tensorboard.backend import process_graph
-from tensorboard.backend.event_processing import event_accumulator, event_file_loader
+from tensorboard.backend.event_processing import (
+    event_accumulator,
+    event_file_loader,
+    plugin_event_accumulator,
+)
 from tensorboard.compat.proto import graph_pb2
+from tensorboard.util import tensor_util
 
 
 def load_expected(arg):
@@ -43,6 +52,10 @@ def main(argv):
         return report(["no events read"])
     if events[0].file_version != "brain.Event:2":
         problems.append(f"first event's file_version is {events[0].file_version!r}")
+    if "scalars" in expected:
+        problems += check_scalars(path, expected["scalars"])
+        if "nodes" not in expected and "node_count" not in expected:
+            return report(problems)
     graph_events = [e for e in events if e.HasField("graph_def")]
     if len(graph_events) != 1:
         problems.append(f"expected one graph_def event, found {len(graph_events)}")
@@ -90,6 +103,42 @@ def main(argv):
             if found != value:
                 problems.append(f"{name}: attr {key!r} is {found!r}, expected {value!r}")
     return report(problems)
+
+
+def same(a, b):
+    return a == b or (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-6 * abs(b)
+
+
+def check_scalars(path, want):
+    problems = []
+    # The classic reader (simple_value as ScalarEvent) and the one the TensorBoard server
+    # runs, which migrates simple_value to a rank-0 tensor of the "scalars" plugin.
+    acc = event_accumulator.EventAccumulator(path, size_guidance={event_accumulator.SCALARS: 0})
+    acc.Reload()
+    tags = acc.Tags()["scalars"]
+    plugin = plugin_event_accumulator.EventAccumulator(
+        path, size_guidance={plugin_event_accumulator.TENSORS: 0}
+    )
+    plugin.Reload()
+    plugin_tags = plugin.PluginTagToContent("scalars")
+    if sorted(tags) != sorted(want):
+        problems.append(f"scalar tags are {sorted(tags)}, expected {sorted(want)}")
+    if sorted(plugin_tags) != sorted(want):
+        problems.append(f"the scalars plugin's tags are {sorted(plugin_tags)}, expected {sorted(want)}")
+    for tag, points in want.items():
+        if tag not in tags or tag not in plugin_tags:
+            continue
+        found = [(e.step, e.value) for e in acc.Scalars(tag)]
+        as_tensors = [
+            (e.step, float(tensor_util.make_ndarray(e.tensor_proto))) for e in plugin.Tensors(tag)
+        ]
+        for reader, got in (("Scalars", found), ("Tensors", as_tensors)):
+            ok = len(got) == len(points) and all(
+                s == ws and same(v, wv) for (s, v), (ws, wv) in zip(got, points)
+            )
+            if not ok:
+                problems.append(f"{tag}: {reader}() gives {got}, expected {points}")
+    return problems
 
 
 def report(problems):

@@ -9,6 +9,7 @@ pub use graph_macro::graph;
 pub use graph_runtime::eager;
 pub use graph_runtime::profile::ProfileReport;
 pub use graph_runtime::session::{Session, SessionConfig};
+pub use graph_runtime::tensorboard::EventWriter;
 pub use graph_runtime::{
     BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region,
 };

@@ -10,7 +10,7 @@ mod external_tools;
 
 use external_tools::{require_graphviz, require_tensorboard, venv_python};
 
-use graph_runtime::tensorboard::{proto, read_event_file, read_records};
+use graph_runtime::tensorboard::{proto, read_event_file, read_records, EventWriter};
 use graph_runtime::{CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -516,4 +516,44 @@ fn tensorboard_reads_the_event_file() {
     check_with_tensorboard(&path, r#"{"node_count": 0}"#);
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
+}
+
+#[test]
+#[ignore = "needs the TensorBoard venv: run .ci/install-tools, then cargo test --test export -- --ignored"]
+fn tensorboard_reads_the_scalars() {
+    require_tensorboard();
+    let dir = temp_dir("tb-python-scalars");
+    let mut writer = EventWriter::new(&dir).expect("writer created");
+    for (step, loss) in [(0, 2.25f32), (1, 1.5), (5, 0.125), (1 << 33, 1e-30)] {
+        writer
+            .add_scalar("train/loss", step, loss)
+            .expect("scalar written");
+    }
+    writer
+        .add_scalar("held_out/accuracy", 5, 0.9625)
+        .expect("scalar written");
+    writer
+        .add_scalar("held_out/accuracy", 9, f32::NAN)
+        .expect("scalar written");
+    writer.flush().expect("flushed");
+    check_with_tensorboard(
+        writer.path(),
+        r#"{"scalars": {
+            "train/loss": [[0, 2.25], [1, 1.5], [5, 0.125], [8589934592, 1e-30]],
+            "held_out/accuracy": [[5, 0.9625], [9, NaN]]
+        }}"#,
+    );
+    // The checker itself must notice a difference.
+    let out = run_checker(
+        writer.path(),
+        r#"{"scalars": {"train/loss": [[0, 2.25], [1, 1.5], [5, 0.5], [8589934592, 1e-30]]}}"#,
+    );
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !out.status.success(),
+        "checker accepted a wrong expectation"
+    );
+    assert!(report.contains("scalar tags are"), "{report}");
+    assert!(report.contains("train/loss: Scalars() gives"), "{report}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,7 +12,9 @@
 //! - [`reduce`], [`reduce_blocks`] (a reduction's partial sums recorded block by block) and
 //!   [`softmax`];
 //! - [`layout`] (transpose) and [`selection`] (slicing, concatenation, gather...);
-//! - [`pool`]: max and average pooling, with [`padding`]'s `SAME` and `VALID`.
+//! - [`pool`]: max and average pooling, with [`padding`]'s `SAME` and `VALID`; [`pool_grad`]:
+//!   their gradients;
+//! - [`scatter`]: scatter-add along an axis (`gather`'s gradient).
 
 pub mod division;
 pub mod elementwise;
@@ -20,7 +22,9 @@ pub mod layout;
 pub mod math;
 pub mod padding;
 pub mod pool;
+pub mod pool_grad;
 pub mod reduce;
 pub mod reduce_blocks;
+pub mod scatter;
 pub mod selection;
 pub mod softmax;
