@@ -41,12 +41,13 @@ pub use exec::{buffer, compiled, cpu, pages, parallel, profile, session};
 pub use graph::{describe, dot, tensorboard};
 #[doc(no_inline)]
 pub use kernels::{
-    division, elementwise, layout, math, pool, reduce, reduce_blocks, selection, softmax,
+    division, elementwise, layout, math, pool, pool_grad, reduce, reduce_blocks, scatter,
+    selection, softmax,
 };
 #[doc(no_inline)]
 pub use linalg::gemm as matmul;
 #[doc(no_inline)]
-pub use linalg::{conv, conv_general, conv_pool, matmul_nd};
+pub use linalg::{conv, conv_backprop, conv_general, conv_pool, matmul_nd};
 
 pub use dtype::{DType, Element, Float, Numeric};
 pub use error::Error;

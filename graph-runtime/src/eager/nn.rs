@@ -1,6 +1,6 @@
-//! Eager neural-net ops: the convolutions, `bias_add` and pooling over ndarray operands, on the same kernels as compiled graphs.
+//! Eager neural-net ops: the convolutions, `bias_add` and pooling, and the gradients of the convolutions and pooling, over ndarray operands, on the same kernels as compiled graphs.
 
-use ndarray::ArrayD;
+use ndarray::{ArrayD, ArrayViewD};
 use rayon::prelude::*;
 
 use super::IntoView;
@@ -9,7 +9,9 @@ use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
 use crate::kernels::pool::{pool2d_into, Pool2d, PoolKind};
+use crate::kernels::pool_grad::pool2d_grad_into;
 use crate::linalg::conv::{conv2d_into, conv2d_output_hw, Padding};
+use crate::linalg::conv_backprop;
 use crate::linalg::conv_general::{self, conv_general_into, ConvGeneral};
 use crate::linalg::gemm::GemmElement;
 
@@ -262,4 +264,221 @@ pub fn depthwise_conv2d<'a, T: Numeric>(
         depthwise: true,
     };
     conv_eager(x, k, p)
+}
+
+/// The eager form of a convolution's input gradient: checks, then the kernel of compiled graphs.
+#[allow(clippy::too_many_arguments)]
+fn backprop_input_eager<'a, T: GemmElement>(
+    op: &'static str,
+    dy: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    x_shape: &[usize],
+    p: ConvGeneral,
+) -> Result<ArrayD<T>, Error> {
+    let (dy, k) = (dy.into_view(), k.into_view());
+    let (dys, ks) = (dy.as_standard_layout(), k.as_standard_layout());
+    let dx = conv_backprop::backprop_input_vec(
+        op,
+        flat(&dys),
+        dy.shape(),
+        flat(&ks),
+        k.shape(),
+        x_shape,
+        p,
+    )?;
+    Ok(from_vec(x_shape, dx))
+}
+
+/// The eager form of a convolution's filter gradient: checks, then the kernel of compiled graphs.
+fn backprop_filter_eager<'a, T: GemmElement>(
+    op: &'static str,
+    x: impl IntoView<'a, T>,
+    dy: impl IntoView<'a, T>,
+    k_shape: &[usize],
+    p: ConvGeneral,
+) -> Result<ArrayD<T>, Error> {
+    let (x, dy) = (x.into_view(), dy.into_view());
+    let (xs, dys) = (x.as_standard_layout(), dy.as_standard_layout());
+    let dk = conv_backprop::backprop_filter_vec(
+        op,
+        flat(&xs),
+        x.shape(),
+        flat(&dys),
+        dy.shape(),
+        k_shape,
+        p,
+    )?;
+    Ok(from_vec(k_shape, dk))
+}
+
+/// TF's `tf.nn.conv2d_backprop_input`: the gradient of `conv2d(x, k, stride, padding,
+/// dilations)` with respect to an `x` of `x_shape`, given `dy` of the convolution's output
+/// shape and the HWIO kernel `k`.
+pub fn conv2d_backprop_input<'a, T: GemmElement>(
+    dy: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    x_shape: &[usize],
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: false,
+    };
+    backprop_input_eager("conv2d_backprop_input", dy, k, x_shape, p)
+}
+
+/// TF's `tf.nn.conv2d_backprop_filter`: the gradient of `conv2d(x, k, stride, padding,
+/// dilations)` with respect to a kernel of `k_shape`, given `x` and `dy` of the convolution's
+/// output shape.
+pub fn conv2d_backprop_filter<'a, T: GemmElement>(
+    x: impl IntoView<'a, T>,
+    dy: impl IntoView<'a, T>,
+    k_shape: &[usize],
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: false,
+    };
+    backprop_filter_eager("conv2d_backprop_filter", x, dy, k_shape, p)
+}
+
+/// TF's `tf.nn.depthwise_conv2d_backprop_input`: the gradient of `depthwise_conv2d` with
+/// respect to an `x` of `x_shape`, given `dy` and the `[KH, KW, C, M]` kernel.
+pub fn depthwise_conv2d_backprop_input<'a, T: GemmElement>(
+    dy: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    x_shape: &[usize],
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: true,
+    };
+    backprop_input_eager("depthwise_conv2d_backprop_input", dy, k, x_shape, p)
+}
+
+/// TF's `tf.nn.depthwise_conv2d_backprop_filter`: the gradient of `depthwise_conv2d` with
+/// respect to a kernel of `k_shape`, given `x` and `dy`.
+pub fn depthwise_conv2d_backprop_filter<'a, T: GemmElement>(
+    x: impl IntoView<'a, T>,
+    dy: impl IntoView<'a, T>,
+    k_shape: &[usize],
+    stride: usize,
+    padding: Padding,
+    dilation: [usize; 2],
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation,
+        padding,
+        depthwise: true,
+    };
+    backprop_filter_eager("depthwise_conv2d_backprop_filter", x, dy, k_shape, p)
+}
+
+/// TF's `tf.nn.conv2d_transpose(x, k, output_shape, strides, padding)`: the input gradient
+/// of the `conv2d` that maps `output_shape` to `x`'s shape, with filters `k`
+/// `[KH, KW, out, in]` (`in` is `x`'s channels, `out` the result's).
+pub fn conv2d_transpose<'a, T: GemmElement>(
+    x: impl IntoView<'a, T>,
+    k: impl IntoView<'a, T>,
+    output_shape: &[usize],
+    stride: usize,
+    padding: Padding,
+) -> Result<ArrayD<T>, Error> {
+    let p = ConvGeneral {
+        stride,
+        dilation: [1, 1],
+        padding,
+        depthwise: false,
+    };
+    backprop_input_eager("conv2d_transpose", x, k, output_shape, p)
+}
+
+/// The gradient of a pooling op with respect to its input `x_shape`, given `dy` (and `x`
+/// itself for max pooling): checks, then the kernel of compiled graphs.
+fn pool_grad_eager<T: Numeric>(
+    x: Option<ArrayViewD<'_, T>>,
+    dy: ArrayViewD<'_, T>,
+    x_shape: &[usize],
+    pool: Pool2d,
+) -> Result<ArrayD<T>, Error> {
+    let op = match pool.kind {
+        PoolKind::Max => "max_pool2d_grad",
+        PoolKind::Avg => "avg_pool2d_grad",
+    };
+    let y = crate::kernels::pool::output_shape(x_shape, pool)?;
+    if dy.shape() != y {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the gradient must have the pooling's output shape {y:?} (input {x_shape:?}), found {:?}",
+                dy.shape()
+            ),
+            x_shape,
+            dy.shape(),
+            None,
+        ));
+    }
+    let dys = dy.as_standard_layout();
+    let xs = x.as_ref().map(|x| x.as_standard_layout());
+    let xdata: &[T] = match &xs {
+        Some(x) => flat(x),
+        None => &[],
+    };
+    let mut out = buffer::zeroed_for(op, x_shape)?;
+    let shape = [x_shape[0], x_shape[1], x_shape[2], x_shape[3]];
+    pool2d_grad_into(xdata, flat(&dys), shape, pool, &mut out);
+    Ok(from_vec(x_shape, out))
+}
+
+/// TF's `MaxPoolGrad`: the gradient of `max_pool2d(x, ksize, strides, padding)` with respect
+/// to `x`, given `dy`: each window's gradient goes to its first maximum (row-major order).
+pub fn max_pool2d_grad<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    dy: impl IntoView<'a, T>,
+    ksize: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+) -> Result<ArrayD<T>, Error> {
+    let (x, dy) = (x.into_view(), dy.into_view());
+    let shape = x.shape().to_vec();
+    let pool = Pool2d {
+        kind: PoolKind::Max,
+        ksize,
+        strides,
+        padding,
+    };
+    pool_grad_eager(Some(x), dy, &shape, pool)
+}
+
+/// TF's `AvgPoolGrad`: the gradient of `avg_pool2d` with respect to an input of `x_shape`,
+/// given `dy`: each window's gradient spread over its valid elements, divided by their count.
+pub fn avg_pool2d_grad<'a, T: Float>(
+    dy: impl IntoView<'a, T>,
+    x_shape: &[usize],
+    ksize: [usize; 2],
+    strides: [usize; 2],
+    padding: Padding,
+) -> Result<ArrayD<T>, Error> {
+    let pool = Pool2d {
+        kind: PoolKind::Avg,
+        ksize,
+        strides,
+        padding,
+    };
+    pool_grad_eager(None, dy.into_view(), x_shape, pool)
 }

@@ -1,11 +1,12 @@
-//! Eager selection and assembly: indexing with ndarray's `s!` semantics, `slice`, `strided_slice`, `concat`, `stack`, `split`, `tile`, `pad`, `expand_dims`, `squeeze`, `gather`, `one_hot`, `argmax`/`argmin`, `range`, on the same kernels as compiled graphs.
+//! Eager selection and assembly: indexing with ndarray's `s!` semantics, `slice`, `strided_slice`, `concat`, `stack`, `split`, `tile`, `pad`, `expand_dims`, `squeeze`, `gather` (and its gradient), `one_hot`, `argmax`/`argmin`, `range`, on the same kernels as compiled graphs.
 
 use ndarray::{ArrayD, ArrayViewD};
 
 use super::IntoView;
 use super::{flat, from_vec};
-use crate::dtype::Element;
+use crate::dtype::{Element, Numeric};
 use crate::error::Error;
+use crate::kernels::scatter::scatter_add_into;
 use crate::kernels::selection::{
     arg_reduce_into, concat_into, gather_into, one_hot_into, pad_into, range_into, slice_into,
     slice_shape, tile_into, AxisSlice, IndexElement, RangeElement,
@@ -363,6 +364,38 @@ pub fn gather<'a, 'b, T: Element, I: IndexElement + Element>(
     let mut out = buffer("gather", &shape)?;
     gather_into(flat(&x), x.shape(), flat(&ind), axis, &mut out)?;
     Ok(from_vec(&shape, out))
+}
+
+/// The gradient of `gather(x, indices, axis)` with respect to an `x` of `x_shape`, given
+/// `dy` of the gather's shape: `dy`'s slices added into zeros at their indices (TF's
+/// `unsorted_segment_sum`); an index out of range is an error, as `gather`'s.
+pub fn gather_grad<'a, 'b, T: Numeric, I: IndexElement + Element>(
+    dy: impl IntoView<'a, T>,
+    indices: impl IntoView<'b, I>,
+    x_shape: &[usize],
+    axis: isize,
+) -> Result<ArrayD<T>, Error> {
+    let op = "gather_grad";
+    let (dy, ind) = (dy.into_view(), indices.into_view());
+    let axis = resolve_axis(op, axis, x_shape.len())?;
+    let mut want = x_shape[..axis].to_vec();
+    want.extend_from_slice(ind.shape());
+    want.extend_from_slice(&x_shape[axis + 1..]);
+    if dy.shape() != want.as_slice() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the gradient must have the gather's shape {want:?} (params {x_shape:?}, axis {axis})"
+            ),
+            dy.shape(),
+            ind.shape(),
+            None,
+        ));
+    }
+    let (dy, ind) = (dy.as_standard_layout(), ind.as_standard_layout());
+    let mut out = buffer(op, x_shape)?;
+    scatter_add_into(flat(&dy), flat(&ind), x_shape, axis, &mut out)?;
+    Ok(from_vec(x_shape, out))
 }
 
 /// `one_hot(indices, depth, on, off)`: a new last axis of `depth`; `on` at each index, `off`

@@ -1,0 +1,726 @@
+//! The gradients of the convolutions, TF's `Conv2DBackpropInput` / `Conv2DBackpropFilter` and their depthwise twins: NHWC tensors, HWIO kernels (`[KH, KW, C, M]` depthwise), stride, SAME/VALID padding and dilation, as the forward ops of [`crate::linalg::conv`] and [`crate::linalg::conv_general`].
+//!
+//! A convolution `y = conv(x, k)` is `y = im2col(x) · k` with the kernel seen as a
+//! `[KH*KW*C, F]` matrix, so its two gradients are products on the GEMM:
+//!
+//! - the input gradient `dx = col2im(dy · kᵀ)`: each block of input rows multiplies the `dy`
+//!   rows whose windows reach it by the kernel read transposed in place, then scatters the
+//!   patches back onto its own rows only (a window straddling two blocks is multiplied by
+//!   both, so no two threads write one element and none waits);
+//! - the filter gradient `dk = im2col(x)ᵀ · dy`: a reduction over output pixels, cut into
+//!   fixed chunks (their im2col rows and their `dy` rows transposed in a thread's scratch,
+//!   then one GEMM), summed per group of chunks into a partial kernel, the partials summed in
+//!   order at the end.
+//!
+//! The depthwise pair is per channel, not a product: the input gradient gathers each input
+//! pixel's taps, the filter gradient sums per-pixel products into partial kernels; both are
+//! loops over the contiguous channels, which vectorise.
+//!
+//! Every element is summed in an order fixed by the geometry alone (the output pixels in
+//! row-major order, then the taps; the chunks and groups are sized from the shapes, never from
+//! the thread count), so compiled graphs and the eager ops agree bit for bit, on any pool.
+
+use rayon::prelude::*;
+
+use super::conv::IM2COL_BLOCK_BYTES;
+use super::conv_general::{out_and_pad, ConvGeneral};
+use super::gemm::GemmElement;
+use crate::dtype::Numeric;
+use crate::error::Error;
+use crate::exec::parallel::{for_each_chunk, PARALLEL_CUTOFF};
+use crate::kernels::pool_grad::for_each_image_rows;
+
+/// The filter gradient sums at most this many partial kernels (one per group of chunks).
+const MAX_PARTIALS: usize = 16;
+
+/// A group of chunks of the filter gradient carries at least this many multiply-adds, so a
+/// small reduction is not cut into partials it does not need.
+const MIN_PARTIAL_MACS: usize = 1 << 18;
+
+/// Output pixels of one chunk of the filter gradient, at least and at most: its im2col rows
+/// are the GEMM's shared dimension, which should fill a slice of the packed core.
+const CHUNK_PIXELS: (usize, usize) = (64, 256);
+
+/// Output pixels of one chunk of the depthwise filter gradient.
+const DEPTHWISE_CHUNK_PIXELS: usize = 256;
+
+/// One convolution's geometry, resolved once (sizes as in TF: `x [N, H, W, C]`,
+/// `k [KH, KW, C, M]`, `y [N, OH, OW, F]` with `F = M`, or `C * M` depthwise).
+#[derive(Debug, Clone, Copy)]
+struct Geometry {
+    n: usize,
+    h: usize,
+    w: usize,
+    c: usize,
+    kh: usize,
+    kw: usize,
+    m: usize,
+    oh: usize,
+    ow: usize,
+    stride: usize,
+    dh: usize,
+    dw: usize,
+    pad_top: usize,
+    pad_left: usize,
+    depthwise: bool,
+}
+
+impl Geometry {
+    /// The geometry of `conv(x, k)` for these shapes, or `None` when it has none (a channel
+    /// mismatch, a zero stride or dilation, a VALID window larger than the input).
+    fn new(x_shape: [usize; 4], k_shape: [usize; 4], p: ConvGeneral) -> Option<Geometry> {
+        let [n, h, w, c] = x_shape;
+        let [kh, kw, kc, m] = k_shape;
+        if kc != c {
+            return None;
+        }
+        let (oh, pad_top) = out_and_pad(h, kh, p.dilation[0], p.stride, p.padding)?;
+        let (ow, pad_left) = out_and_pad(w, kw, p.dilation[1], p.stride, p.padding)?;
+        Some(Geometry {
+            n,
+            h,
+            w,
+            c,
+            kh,
+            kw,
+            m,
+            oh,
+            ow,
+            stride: p.stride,
+            dh: p.dilation[0],
+            dw: p.dilation[1],
+            pad_top,
+            pad_left,
+            depthwise: p.depthwise,
+        })
+    }
+
+    /// Output channels.
+    fn f(&self) -> usize {
+        if self.depthwise {
+            self.c * self.m
+        } else {
+            self.m
+        }
+    }
+
+    /// Columns of an im2col row: one window.
+    fn patch(&self) -> usize {
+        self.kh * self.kw * self.c
+    }
+
+    fn x_len(&self) -> usize {
+        self.n * self.h * self.w * self.c
+    }
+
+    fn k_len(&self) -> usize {
+        self.patch() * self.m
+    }
+
+    fn y_len(&self) -> usize {
+        self.pixels() * self.f()
+    }
+
+    /// Output pixels, flat over N, OH, OW.
+    fn pixels(&self) -> usize {
+        self.n * self.oh * self.ow
+    }
+
+    /// Multiply-adds of the forward convolution per output pixel.
+    fn macs_per_pixel(&self) -> usize {
+        self.kh * self.kw * self.c * self.m
+    }
+
+    /// The input row of tap row `ki` of output row `oh`, if it lies inside the input.
+    #[inline]
+    fn in_row(&self, oh: usize, ki: usize) -> Option<usize> {
+        (oh * self.stride + ki * self.dh)
+            .checked_sub(self.pad_top)
+            .filter(|&r| r < self.h)
+    }
+
+    /// The input column of tap column `kj` of output column `ow`, if it lies inside the input.
+    #[inline]
+    fn in_col(&self, ow: usize, kj: usize) -> Option<usize> {
+        (ow * self.stride + kj * self.dw)
+            .checked_sub(self.pad_left)
+            .filter(|&c| c < self.w)
+    }
+
+    /// The output rows whose windows reach input rows `r0..r1`.
+    fn out_rows_reaching(&self, r0: usize, r1: usize) -> std::ops::Range<usize> {
+        let reach = (self.kh - 1) * self.dh;
+        let lo = (r0 + self.pad_top)
+            .saturating_sub(reach)
+            .div_ceil(self.stride);
+        let hi = ((r1 - 1 + self.pad_top) / self.stride + 1).min(self.oh);
+        lo..hi.max(lo)
+    }
+}
+
+/// The shape checks of the eager backprop ops: `x_shape` and `k_shape` rank 4 with the
+/// channels agreeing, the geometry valid, and `dy_shape` the forward op's output shape.
+pub fn check_shapes(
+    op: &'static str,
+    x_shape: &[usize],
+    k_shape: &[usize],
+    dy_shape: &[usize],
+    p: ConvGeneral,
+) -> Result<(), Error> {
+    let y = super::conv_general::output_shape(x_shape, k_shape, p).map_err(|e| match e {
+        Error::Shape {
+            message,
+            left,
+            right,
+            axis,
+            ..
+        } => Error::Shape {
+            op,
+            message,
+            left,
+            right,
+            axis,
+        },
+        Error::InvalidArgument { message, .. } => Error::invalid(op, message),
+        other => other,
+    })?;
+    if dy_shape != y {
+        return Err(Error::shape(
+            op,
+            format!(
+                "the gradient must have the convolution's output shape {y:?} (input {x_shape:?}, kernel {k_shape:?}), found {dy_shape:?}"
+            ),
+            x_shape,
+            dy_shape,
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// The four dims of a rank-4 shape the callers checked.
+fn four(s: &[usize]) -> [usize; 4] {
+    [s[0], s[1], s[2], s[3]]
+}
+
+/// `dx = dconv(x, k)/dx · dy`: the gradient of `y = conv(x, k)` with respect to `x`, for `x`
+/// of `x_shape` (`dy` has `y`'s shape, `k` `k_shape`), into `dx` (every element written).
+/// Input rows in parallel. `p.depthwise` selects `depthwise_conv2d`'s gradient.
+///
+/// Panics if the geometry is invalid or a slice is shorter than the shapes say (the callers
+/// check first: the macro at compile time, [`check_shapes`] for the eager ops).
+pub fn conv2d_backprop_input_into<T: GemmElement>(
+    dy: &[T],
+    k: &[T],
+    x_shape: [usize; 4],
+    k_shape: [usize; 4],
+    p: ConvGeneral,
+    dx: &mut [T],
+) {
+    let g = Geometry::new(x_shape, k_shape, p).expect("conv2d_backprop_input: bad geometry");
+    assert!(
+        dy.len() >= g.y_len() && k.len() >= g.k_len() && dx.len() >= g.x_len(),
+        "conv2d_backprop_input: slices do not match the shapes"
+    );
+    let dx = &mut dx[..g.x_len()];
+    let row_len = g.w * g.c;
+    if dx.is_empty() {
+        return;
+    }
+    // Multiply-adds per input row: the forward's, spread over the input rows.
+    let macs = g.pixels().saturating_mul(g.macs_per_pixel());
+    let work = (macs / (g.n * g.h)).max(row_len);
+    for_each_chunk(dx, row_len, work, |first, chunk| {
+        for_each_image_rows(g.h, row_len, first, chunk, |img, r0, rows| {
+            if g.depthwise {
+                depthwise_input_rows(dy, k, &g, img, r0, rows);
+            } else {
+                input_rows(dy, k, &g, img, r0, rows);
+            }
+        });
+    });
+}
+
+/// Input rows `r0..` of image `img` (`rows` holds whole rows of `W * C`): the `dy` rows whose
+/// windows reach them times `kᵀ` (a GEMM into this thread's scratch, a few output rows at a
+/// time), each patch added back onto the rows of this block it covers.
+fn input_rows<T: GemmElement>(
+    dy: &[T],
+    k: &[T],
+    g: &Geometry,
+    img: usize,
+    r0: usize,
+    rows: &mut [T],
+) {
+    rows.fill(T::ZERO);
+    let row_len = g.w * g.c;
+    let r1 = r0 + rows.len() / row_len;
+    let (patch, m) = (g.patch(), g.m);
+    if m == 0 || g.ow == 0 {
+        return;
+    }
+    let reach = g.out_rows_reaching(r0, r1);
+    let per_out_row = g.ow * patch;
+    let step = (IM2COL_BLOCK_BYTES / (per_out_row * std::mem::size_of::<T>()).max(1)).max(1);
+    let mut o0 = reach.start;
+    // LOOP 1: over runs of `step` output rows.
+    while o0 < reach.end {
+        let o1 = (o0 + step).min(reach.end);
+        let pixels = (o1 - o0) * g.ow;
+        let a = &dy[(img * g.oh + o0) * g.ow * m..][..pixels * m];
+        T::with_scratch(pixels * patch, |cols| {
+            let cols = &mut cols[..pixels * patch];
+            // LOOP 2 (the GEMM): cols[p, (i, j, c)] = sum_o dy[p, o] * k[(i, j, c), o], the
+            // kernel read as the transposed right operand.
+            // SAFETY: `a` holds `pixels` rows of `m`, `k` holds `patch` rows of `m` (checked
+            // by the caller), `cols` is `pixels` rows of `patch` and borrowed exclusively.
+            unsafe {
+                T::gemm_strided_bt(
+                    pixels,
+                    m,
+                    patch,
+                    a.as_ptr(),
+                    m,
+                    k.as_ptr(),
+                    m,
+                    cols.as_mut_ptr(),
+                    patch,
+                )
+            };
+            // LOOP 3: col2im onto this block's rows.
+            for (q, col) in cols.chunks_exact(patch).enumerate() {
+                let (oh, ow) = (o0 + q / g.ow, q % g.ow);
+                for ki in 0..g.kh {
+                    let Some(r) = g.in_row(oh, ki).filter(|r| (r0..r1).contains(r)) else {
+                        continue;
+                    };
+                    let dst_row = &mut rows[(r - r0) * row_len..][..row_len];
+                    for kj in 0..g.kw {
+                        let Some(cc) = g.in_col(ow, kj) else { continue };
+                        let src = &col[(ki * g.kw + kj) * g.c..][..g.c];
+                        let dst = &mut dst_row[cc * g.c..][..g.c];
+                        for (d, &s) in dst.iter_mut().zip(src) {
+                            *d = d.add(s);
+                        }
+                    }
+                }
+            }
+        });
+        o0 = o1;
+    }
+}
+
+/// Input rows `r0..` of image `img` of the depthwise input gradient: each input pixel sums,
+/// tap by tap, the output pixel that read it times the tap, per channel.
+fn depthwise_input_rows<T: Numeric>(
+    dy: &[T],
+    k: &[T],
+    g: &Geometry,
+    img: usize,
+    r0: usize,
+    rows: &mut [T],
+) {
+    let (c, m, f) = (g.c, g.m, g.f());
+    let s = g.stride;
+    rows.fill(T::ZERO);
+    if c == 0 || m == 0 {
+        return;
+    }
+    for (r, row) in rows.chunks_exact_mut(g.w * c).enumerate() {
+        let ih = r0 + r;
+        for ki in 0..g.kh {
+            // The output row reading input row `ih` at tap row `ki`: `oh * s + ki * dh - pad = ih`.
+            let Some(t) = (ih + g.pad_top).checked_sub(ki * g.dh) else {
+                continue;
+            };
+            if t % s != 0 || t / s >= g.oh {
+                continue;
+            }
+            let oh = t / s;
+            for (iw, px) in row.chunks_exact_mut(c).enumerate() {
+                for kj in 0..g.kw {
+                    let Some(u) = (iw + g.pad_left).checked_sub(kj * g.dw) else {
+                        continue;
+                    };
+                    if u % s != 0 || u / s >= g.ow {
+                        continue;
+                    }
+                    let gy = &dy[((img * g.oh + oh) * g.ow + u / s) * f..][..f];
+                    let taps = &k[(ki * g.kw + kj) * f..][..f];
+                    if m == 1 {
+                        for ((d, &a), &b) in px.iter_mut().zip(gy).zip(taps) {
+                            *d = d.add(a.mul(b));
+                        }
+                    } else {
+                        for (ch, d) in px.iter_mut().enumerate() {
+                            let mut acc = *d;
+                            for (&a, &b) in gy[ch * m..][..m].iter().zip(&taps[ch * m..][..m]) {
+                                acc = acc.add(a.mul(b));
+                            }
+                            *d = acc;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How the filter gradient's reduction over output pixels is cut: chunks of `chunk`
+/// pixels, `per_group` consecutive chunks a group, one partial kernel a group. Depends on the
+/// shapes only.
+#[derive(Debug, Clone, Copy)]
+struct Reduction {
+    pixels: usize,
+    chunk: usize,
+    per_group: usize,
+    groups: usize,
+}
+
+impl Reduction {
+    fn new(pixels: usize, chunk: usize, macs_per_pixel: usize) -> Reduction {
+        let chunk = chunk.max(1);
+        let chunks = pixels.div_ceil(chunk).max(1);
+        let by_work = (pixels.saturating_mul(macs_per_pixel) / MIN_PARTIAL_MACS).max(1);
+        let groups = chunks.min(MAX_PARTIALS).min(by_work);
+        let per_group = chunks.div_ceil(groups);
+        Reduction {
+            pixels,
+            chunk,
+            per_group,
+            groups: chunks.div_ceil(per_group),
+        }
+    }
+
+    /// The pixel ranges of group `gi`'s chunks, in order.
+    fn chunks_of(&self, gi: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let first = gi * self.per_group;
+        (first..first + self.per_group)
+            .map(|ci| (ci * self.chunk, ((ci + 1) * self.chunk).min(self.pixels)))
+            .filter(|(a, b)| a < b)
+    }
+}
+
+/// `dk = dconv(x, k)/dk · dy`: the gradient of `y = conv(x, k)` with respect to a kernel of
+/// `k_shape`, for `x` of `x_shape` (`dy` has `y`'s shape), into `dk` (every element
+/// written). Groups of output pixels in parallel, each into a partial kernel; the partials
+/// are summed in order. `p.depthwise` selects `depthwise_conv2d`'s gradient.
+///
+/// Panics as [`conv2d_backprop_input_into`] does.
+pub fn conv2d_backprop_filter_into<T: GemmElement>(
+    x: &[T],
+    dy: &[T],
+    x_shape: [usize; 4],
+    k_shape: [usize; 4],
+    p: ConvGeneral,
+    dk: &mut [T],
+) {
+    let g = Geometry::new(x_shape, k_shape, p).expect("conv2d_backprop_filter: bad geometry");
+    assert!(
+        x.len() >= g.x_len() && dy.len() >= g.y_len() && dk.len() >= g.k_len(),
+        "conv2d_backprop_filter: slices do not match the shapes"
+    );
+    let dk = &mut dk[..g.k_len()];
+    let pixels = g.pixels();
+    if dk.is_empty() {
+        return;
+    }
+    if pixels == 0 {
+        dk.fill(T::ZERO);
+        return;
+    }
+    let chunk = if g.depthwise {
+        DEPTHWISE_CHUNK_PIXELS
+    } else {
+        let by_cache = 2 * IM2COL_BLOCK_BYTES / (g.patch() * std::mem::size_of::<T>()).max(1);
+        by_cache.clamp(CHUNK_PIXELS.0, CHUNK_PIXELS.1)
+    };
+    let red = Reduction::new(pixels, chunk, g.macs_per_pixel());
+    let len = dk.len();
+    // A partial per group: `[M, KH*KW*C]` (the GEMM's output, kernel transposed) for a plain
+    // convolution, the kernel's own layout for a depthwise one.
+    let mut partials = vec![T::ZERO; red.groups * len];
+    let run = |(gi, part): (usize, &mut [T])| {
+        for (ci, (p0, p1)) in red.chunks_of(gi).enumerate() {
+            if g.depthwise {
+                depthwise_filter_chunk(x, dy, &g, p0, p1, part);
+            } else {
+                filter_chunk(x, dy, &g, p0, p1, ci == 0, part);
+            }
+        }
+    };
+    if red.groups > 1 && pixels.saturating_mul(g.macs_per_pixel()) >= PARALLEL_CUTOFF {
+        partials.par_chunks_mut(len).enumerate().for_each(run);
+    } else {
+        partials.chunks_mut(len).enumerate().for_each(run);
+    }
+    // The partials summed in group order (and transposed back for a plain convolution).
+    let (patch, m) = (g.patch(), g.m);
+    for_each_chunk(dk, m, m * red.groups, |first, rows| {
+        for (r, row) in rows.chunks_exact_mut(m).enumerate() {
+            let q = first + r;
+            for (o, d) in row.iter_mut().enumerate() {
+                let at = if g.depthwise {
+                    q * m + o
+                } else {
+                    o * patch + q
+                };
+                let mut acc = partials[at];
+                for gi in 1..red.groups {
+                    acc = acc.add(partials[gi * len + at]);
+                }
+                *d = acc;
+            }
+        }
+    });
+}
+
+/// Output pixels `p0..p1` of a plain convolution's filter gradient: their im2col rows and
+/// their `dy` rows transposed into this thread's scratch, then `dyᵀ · cols` (`[M, patch]`)
+/// into `part` (the group's first chunk) or added to it.
+fn filter_chunk<T: GemmElement>(
+    x: &[T],
+    dy: &[T],
+    g: &Geometry,
+    p0: usize,
+    p1: usize,
+    first: bool,
+    part: &mut [T],
+) {
+    let (patch, m, cnt) = (g.patch(), g.m, p1 - p0);
+    T::with_scratch(cnt * patch + m * cnt + m * patch, |scratch| {
+        let (cols, rest) = scratch.split_at_mut(cnt * patch);
+        let (dyt, rest) = rest.split_at_mut(m * cnt);
+        let tmp = &mut rest[..m * patch];
+        for (q, col) in cols.chunks_exact_mut(patch).enumerate() {
+            im2col_pixel(x, g, p0 + q, col);
+        }
+        for (q, row) in dy[p0 * m..p1 * m].chunks_exact(m).enumerate() {
+            for (o, &v) in row.iter().enumerate() {
+                dyt[o * cnt + q] = v;
+            }
+        }
+        let out: &mut [T] = if first { &mut *part } else { &mut *tmp };
+        // SAFETY: `dyt` is `m` rows of `cnt`, `cols` `cnt` rows of `patch`, `out` `m` rows
+        // of `patch` (the partial holds `patch * m`), all exclusively borrowed here.
+        unsafe {
+            T::gemm_strided(
+                m,
+                cnt,
+                patch,
+                dyt.as_ptr(),
+                cnt,
+                cols.as_ptr(),
+                patch,
+                out.as_mut_ptr(),
+                patch,
+            )
+        };
+        if !first {
+            for (a, &b) in part.iter_mut().zip(tmp.iter()) {
+                *a = a.add(b);
+            }
+        }
+    });
+}
+
+/// Writes the window of output pixel `p` (flat over N, OH, OW) into `col`, laid out
+/// (kernel row, kernel column, channel), zeros where it overhangs the input.
+fn im2col_pixel<T: Numeric>(x: &[T], g: &Geometry, p: usize, col: &mut [T]) {
+    let (img, oh, ow) = (p / (g.oh * g.ow), (p / g.ow) % g.oh, p % g.ow);
+    let c = g.c;
+    for (ki, dst) in col.chunks_exact_mut(g.kw * c).enumerate() {
+        let Some(r) = g.in_row(oh, ki) else {
+            dst.fill(T::ZERO);
+            continue;
+        };
+        let row = (img * g.h + r) * g.w;
+        for (kj, d) in dst.chunks_exact_mut(c).enumerate() {
+            match g.in_col(ow, kj) {
+                Some(cc) => d.copy_from_slice(&x[(row + cc) * c..][..c]),
+                None => d.fill(T::ZERO),
+            }
+        }
+    }
+}
+
+/// Output pixels `p0..p1` of the depthwise filter gradient, added to `part` (the kernel's
+/// layout): each pixel's `dy` times the input under each tap, per channel.
+fn depthwise_filter_chunk<T: Numeric>(
+    x: &[T],
+    dy: &[T],
+    g: &Geometry,
+    p0: usize,
+    p1: usize,
+    part: &mut [T],
+) {
+    let (c, m, f) = (g.c, g.m, g.f());
+    if f == 0 {
+        return;
+    }
+    for p in p0..p1 {
+        let (img, oh, ow) = (p / (g.oh * g.ow), (p / g.ow) % g.oh, p % g.ow);
+        let gy = &dy[p * f..][..f];
+        for ki in 0..g.kh {
+            let Some(r) = g.in_row(oh, ki) else { continue };
+            for kj in 0..g.kw {
+                let Some(cc) = g.in_col(ow, kj) else { continue };
+                let xs = &x[((img * g.h + r) * g.w + cc) * c..][..c];
+                let acc = &mut part[(ki * g.kw + kj) * f..][..f];
+                if m == 1 {
+                    for ((a, &d), &v) in acc.iter_mut().zip(gy).zip(xs) {
+                        *a = a.add(d.mul(v));
+                    }
+                } else {
+                    for (ch, &v) in xs.iter().enumerate() {
+                        for (a, &d) in acc[ch * m..][..m].iter_mut().zip(&gy[ch * m..][..m]) {
+                            *a = a.add(d.mul(v));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The eager-facing entry of the input gradient: checks, then [`conv2d_backprop_input_into`]
+/// into a fresh buffer of `x_shape`.
+pub fn backprop_input_vec<T: GemmElement>(
+    op: &'static str,
+    dy: &[T],
+    dy_shape: &[usize],
+    k: &[T],
+    k_shape: &[usize],
+    x_shape: &[usize],
+    p: ConvGeneral,
+) -> Result<Vec<T>, Error> {
+    check_shapes(op, x_shape, k_shape, dy_shape, p)?;
+    let mut dx = crate::exec::buffer::zeroed_for(op, x_shape)?;
+    conv2d_backprop_input_into(dy, k, four(x_shape), four(k_shape), p, &mut dx);
+    Ok(dx)
+}
+
+/// The eager-facing entry of the filter gradient: checks, then
+/// [`conv2d_backprop_filter_into`] into a fresh buffer of `k_shape`.
+pub fn backprop_filter_vec<T: GemmElement>(
+    op: &'static str,
+    x: &[T],
+    x_shape: &[usize],
+    dy: &[T],
+    dy_shape: &[usize],
+    k_shape: &[usize],
+    p: ConvGeneral,
+) -> Result<Vec<T>, Error> {
+    check_shapes(op, x_shape, k_shape, dy_shape, p)?;
+    let mut dk = crate::exec::buffer::zeroed_for(op, k_shape)?;
+    conv2d_backprop_filter_into(x, dy, four(x_shape), four(k_shape), p, &mut dk);
+    Ok(dk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::padding::Padding;
+
+    /// Deterministic values in [-1, 1).
+    fn values(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// The forward convolution's taps as plain loops: `(x index, k index, y index)` triples.
+    fn taps(
+        x_shape: [usize; 4],
+        k_shape: [usize; 4],
+        p: ConvGeneral,
+    ) -> Vec<(usize, usize, usize)> {
+        let g = Geometry::new(x_shape, k_shape, p).unwrap();
+        let mut out = Vec::new();
+        for img in 0..g.n {
+            for oh in 0..g.oh {
+                for ow in 0..g.ow {
+                    for ki in 0..g.kh {
+                        for kj in 0..g.kw {
+                            let (Some(r), Some(cc)) = (g.in_row(oh, ki), g.in_col(ow, kj)) else {
+                                continue;
+                            };
+                            for ch in 0..g.c {
+                                for mi in 0..g.m {
+                                    let xi = ((img * g.h + r) * g.w + cc) * g.c + ch;
+                                    let ki_ = ((ki * g.kw + kj) * g.c + ch) * g.m + mi;
+                                    let o = if g.depthwise { ch * g.m + mi } else { mi };
+                                    let yi = ((img * g.oh + oh) * g.ow + ow) * g.f() + o;
+                                    out.push((xi, ki_, yi));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn check(x_shape: [usize; 4], k_shape: [usize; 4], p: ConvGeneral) {
+        let g = Geometry::new(x_shape, k_shape, p).unwrap();
+        let (x, k, dy) = (
+            values(g.x_len(), 1),
+            values(g.k_len(), 2),
+            values(g.y_len(), 3),
+        );
+        let (mut dx_ref, mut dk_ref) = (vec![0.0; g.x_len()], vec![0.0; g.k_len()]);
+        for (xi, ki, yi) in taps(x_shape, k_shape, p) {
+            dx_ref[xi] += dy[yi] * k[ki];
+            dk_ref[ki] += dy[yi] * x[xi];
+        }
+        let mut dx = vec![f64::NAN; g.x_len()];
+        conv2d_backprop_input_into(&dy, &k, x_shape, k_shape, p, &mut dx);
+        let mut dk = vec![f64::NAN; g.k_len()];
+        conv2d_backprop_filter_into(&x, &dy, x_shape, k_shape, p, &mut dk);
+        for (what, got, want) in [("dx", &dx, &dx_ref), ("dk", &dk, &dk_ref)] {
+            for (i, (a, b)) in got.iter().zip(want.iter()).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                    "{what}[{i}] {x_shape:?} {k_shape:?} {p:?}: {a} != {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_match_the_taps() {
+        for depthwise in [false, true] {
+            for padding in [Padding::Same, Padding::Valid] {
+                for stride in [1, 2, 3] {
+                    for dilation in [[1, 1], [2, 1], [2, 2]] {
+                        let p = ConvGeneral {
+                            stride,
+                            dilation,
+                            padding,
+                            depthwise,
+                        };
+                        for (xs, ks) in [
+                            ([2, 7, 6, 3], [3, 3, 3, 4]),
+                            ([1, 5, 5, 2], [2, 3, 2, 1]),
+                            ([1, 1, 1, 1], [1, 1, 1, 1]),
+                            ([0, 5, 5, 2], [1, 1, 2, 3]),
+                            ([3, 9, 8, 5], [3, 2, 5, 2]),
+                            ([1, 40, 37, 6], [3, 3, 6, 7]),
+                        ] {
+                            if Geometry::new(xs, ks, p).is_some() {
+                                check(xs, ks, p);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
