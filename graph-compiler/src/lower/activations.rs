@@ -200,6 +200,9 @@ impl Lowerer<'_> {
             return self.poisoned(span);
         };
         let ops: Vec<NodeId> = args[1..].iter().map(|a| self.operand(a)).collect();
+        if !self.batch_norm_operands(x, &ops, &args[1..]) {
+            return self.poisoned(span);
+        }
         let (mean, variance, offset, scale, eps) = (ops[0], ops[1], ops[2], ops[3], ops[4]);
         let v = self.binary(BinaryOp::Add, variance, eps, span);
         let inv = self.unary_node(UnaryOp::Rsqrt, v, span);
@@ -208,6 +211,53 @@ impl Lowerer<'_> {
         let shift = self.binary(BinaryOp::Mul, mean, inv, span);
         let shift = self.binary(BinaryOp::Sub, offset, shift, span);
         self.binary(BinaryOp::Add, scaled, shift, span)
+    }
+
+    /// Checks `batch_normalization`'s operands after `x` one by one, so that an error names
+    /// the argument and points at it (`variance` is f64, or does not broadcast) rather than
+    /// at a product or sum of the lowered formula. Each has `x`'s dtype (a literal takes it)
+    /// and broadcasts with `x` and the operands before it. Reports every bad operand.
+    fn batch_norm_operands(&mut self, x: NodeId, ops: &[NodeId], args: &[&Expr]) -> bool {
+        const NAMES: [&str; 5] = ["mean", "variance", "offset", "scale", "variance_epsilon"];
+        let nx = self.graph.node(x).clone();
+        let mut shape = nx.shape.clone();
+        let mut ok = true;
+        for ((&p, arg), name) in ops.iter().zip(args).zip(NAMES) {
+            let np = self.graph.node(p).clone();
+            if np.poisoned {
+                ok = false;
+                continue;
+            }
+            if np.dtype != nx.dtype && !self.is_weak(p) {
+                let msg = format!(
+                    "`batch_normalization`'s `{name}` is {} but `x` is {}: every operand has `x`'s dtype (convert with `cast::<{}>(...)`)",
+                    type_str(np.dtype, &np.shape),
+                    type_str(nx.dtype, &nx.shape),
+                    nx.dtype
+                );
+                self.diag.error(arg.span(), msg);
+                ok = false;
+                continue;
+            }
+            match infer::broadcast("batch_normalization", &shape, &np.shape) {
+                Ok(s) => shape = s,
+                Err(_) => {
+                    let before = if shape == nx.shape {
+                        String::new()
+                    } else {
+                        format!(" (with the operands before it, {})", shape_str(&shape))
+                    };
+                    let msg = format!(
+                        "`batch_normalization`'s `{name}` {} does not broadcast with `x` {}{before}",
+                        shape_str(&np.shape),
+                        shape_str(&nx.shape),
+                    );
+                    self.diag.error(arg.span(), msg);
+                    ok = false;
+                }
+            }
+        }
+        ok
     }
 
     /// `reduce_mean(x, axes, keep_dims = true)`.

@@ -999,7 +999,7 @@ pub const OPS: &[OpRow] = &[
         eager: Eager::Composite,
         dtypes: FLOAT,
         shape: BROADCAST,
-        doc: "Inference batch norm: inv = rsqrt(variance + eps) * scale; x * inv + (offset - mean * inv).",
+        doc: "Inference batch norm: inv = rsqrt(variance + eps) * scale; x * inv + (offset - mean * inv). TF's order: `offset` (beta) before `scale` (gamma), the reverse of PyTorch's `F.batch_norm(x, mean, var, weight, bias)`. Every operand has x's dtype and broadcasts with x; an error names the argument.",
         tf: "tf.nn.batch_normalization",
         grad: "through its composite (rsqrt, products and sums): to every operand",
         example: "let y = batch_normalization(x, mu, var, beta, gamma, 1e-3);",
