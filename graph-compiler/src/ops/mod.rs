@@ -1,12 +1,14 @@
 //! The op table: one row per op of the `#[graph]` language (name, signature, dtypes, shape rule, doc line, TensorFlow equivalent, example), from which the unknown-op message and `docs/OPS.md` are derived.
 //!
 //! The row types are here; `table.rs` is the table, `lookup.rs` finds rows (and the nearest
-//! name for a typo), `markdown.rs` renders `docs/OPS.md`.
+//! name for a typo), `foreign.rs` lists other frameworks' names grafo lacks with what to
+//! write instead, `markdown.rs` renders `docs/OPS.md`.
 
 use crate::ir::{AssertKind, BinaryOp, PoolKind, ReduceKind, UnaryOp};
 use crate::lower::{Loss, Optimizer};
 use std::fmt::Write as _;
 
+mod foreign;
 mod lookup;
 mod markdown;
 mod table;

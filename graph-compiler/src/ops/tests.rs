@@ -111,3 +111,62 @@ fn ops_md_is_current() {
         "docs/OPS.md is not the rendering of the op table: run `GRAFO_BLESS_OPS=1 cargo test -p graph-compiler ops_md`"
     );
 }
+
+/// A near name of another meaning is never suggested: digits differ (`relu6`, `conv1d`), a
+/// word is replaced (`reduce_var` is not `reduce_max`), or the name is a foreign op grafo
+/// lacks, whose message says what to write instead.
+#[test]
+fn no_suggestion_of_another_meaning() {
+    assert_eq!(nearest("conv1d"), None);
+    assert_eq!(nearest("conv3d"), None);
+    assert_eq!(nearest("max_pool3d"), None);
+    assert_eq!(nearest("reduce_var"), None);
+    assert_eq!(nearest("reduce_std"), None);
+    assert_eq!(nearest("hardswish"), Some("hard_swish"));
+    assert_eq!(nearest("logsoftmax"), Some("log_softmax"));
+    assert_eq!(nearest("reduce_summ"), Some("reduce_sum"));
+    for name in ["selu", "softmin", "tan", "cat", "unsqueeze", "erfc", "log2"] {
+        let msg = unknown_op_message(name);
+        assert!(
+            msg.contains("; write `") && !msg.contains("did you mean"),
+            "{msg}"
+        );
+    }
+    assert!(unknown_op_message("atan").contains("grafo has no such op yet"));
+}
+
+/// Every foreign row names an op grafo lacks (a row of an op grafo has added must go), and
+/// every op its advice calls is one of grafo's.
+#[test]
+fn foreign_names_are_not_ops_and_their_advice_calls_ops() {
+    let keywords = ["f32", "let", "true", "consts"];
+    for f in super::foreign::FOREIGN {
+        assert!(
+            lookup(f.name).is_none(),
+            "grafo has `{}` now: remove its row from ops/foreign.rs",
+            f.name
+        );
+        let Some(text) = f.instead else { continue };
+        // The identifiers followed by `(` inside the backquoted code.
+        for code in text.split('`').skip(1).step_by(2) {
+            let chars: Vec<char> = code.chars().collect();
+            let mut start = None;
+            for (i, &c) in chars.iter().enumerate() {
+                if c.is_ascii_alphanumeric() || c == '_' {
+                    start.get_or_insert(i);
+                    continue;
+                }
+                if let Some(s) = start.take() {
+                    let ident: String = chars[s..i].iter().collect();
+                    if c == '(' && !keywords.contains(&ident.as_str()) {
+                        assert!(
+                            lookup(&ident).is_some(),
+                            "`{}`'s advice calls `{ident}`",
+                            f.name
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
