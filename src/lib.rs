@@ -14,6 +14,11 @@ pub use graph_runtime::{
     BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region,
 };
 pub use graph_runtime::{Element, Error, Float, Numeric};
+/// Parameter structs' checkpoints: [`checkpoint::Remap`] maps another framework's tensor
+/// names and layouts onto the field paths (`Net::load_safetensors_with(path, &remap)`).
+pub use graph_runtime::checkpoint;
+/// The initialisers of `#[init(...)]`, as Keras defines them (`Net::init(seed)`).
+pub use graph_runtime::init;
 pub use ndarray;
 
 /// Everything a `#[graph]` user needs: the macro, `Tensor`, the op names and ndarray's array types.

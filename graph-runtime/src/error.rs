@@ -97,6 +97,14 @@ pub enum Error {
     /// Writing an export (TensorBoard event file, trace) failed.
     #[error("i/o error: {0}")]
     Io(String),
+    /// A checkpoint does not fit the parameter struct it is loaded into: every missing,
+    /// unexpected, misshapen or mistyped tensor of the file, listed together.
+    #[error("checkpoint `{path}` does not fit `{model}`: {}", problems_text(problems))]
+    Checkpoint {
+        path: String,
+        model: String,
+        problems: Vec<CheckpointProblem>,
+    },
     /// A host parameter's value does not fit the dtype of the tensor it is used with (an
     /// `i64` of 5000000000 added to an `i32` tensor), checked when the graph is called.
     #[error("host parameter `{param}` is {value}, out of range for {dtype}, the dtype it is used with in the graph")]
@@ -105,6 +113,113 @@ pub enum Error {
         value: String,
         dtype: &'static str,
     },
+}
+
+/// One way a checkpoint's tensor does not fit its parameter struct (`Error::Checkpoint`).
+/// `name` is the field path (`blocks.3.wq`); `source` the file's name for it when a
+/// `Remap` renamed it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CheckpointProblem {
+    /// No tensor of the file is named (or renamed to) this field's path.
+    Missing {
+        name: String,
+        dtype: &'static str,
+        shape: Vec<usize>,
+    },
+    /// A tensor of the file that no field has (after renaming), and that no rule skips.
+    Unexpected {
+        name: String,
+        dtype: String,
+        shape: Vec<usize>,
+    },
+    /// The tensor's shape (after the remap's permutation) is not the field's.
+    Shape {
+        name: String,
+        source: Option<String>,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
+    /// The tensor's dtype is not the field's (no conversion is made).
+    DType {
+        name: String,
+        source: Option<String>,
+        expected: &'static str,
+        found: String,
+    },
+    /// A remap's permutation does not fit the tensor's rank.
+    Layout {
+        name: String,
+        axes: Vec<usize>,
+        rank: usize,
+    },
+    /// Two tensors of the file are renamed to the same field path.
+    Duplicate { name: String, sources: Vec<String> },
+    /// The file is not a valid safetensors file.
+    Format(String),
+}
+
+impl fmt::Display for CheckpointProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let from = |source: &Option<String>| match source {
+            Some(s) => format!(" (the file's `{s}`)"),
+            None => String::new(),
+        };
+        match self {
+            CheckpointProblem::Missing { name, dtype, shape } => {
+                write!(f, "missing tensor `{name}` ({dtype} {shape:?})")
+            }
+            CheckpointProblem::Unexpected { name, dtype, shape } => write!(
+                f,
+                "unexpected tensor `{name}` ({dtype} {shape:?}): no field has this path (skip it or rename it with a `Remap`)"
+            ),
+            CheckpointProblem::Shape {
+                name,
+                source,
+                expected,
+                found,
+            } => write!(
+                f,
+                "tensor `{name}`{} has shape {found:?}, the field is {expected:?}",
+                from(source)
+            ),
+            CheckpointProblem::DType {
+                name,
+                source,
+                expected,
+                found,
+            } => write!(
+                f,
+                "tensor `{name}`{} is {found}, the field is {expected}",
+                from(source)
+            ),
+            CheckpointProblem::Layout { name, axes, rank } => write!(
+                f,
+                "tensor `{name}` has rank {rank}, but the remap permutes it by {axes:?}"
+            ),
+            CheckpointProblem::Duplicate { name, sources } => write!(
+                f,
+                "tensors {} are all renamed to `{name}`",
+                sources
+                    .iter()
+                    .map(|s| format!("`{s}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            CheckpointProblem::Format(message) => write!(f, "not a safetensors file: {message}"),
+        }
+    }
+}
+
+fn problems_text(problems: &[CheckpointProblem]) -> String {
+    let mut s = format!(
+        "{} problem{}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for p in problems {
+        s.push_str(&format!("\n  - {p}"));
+    }
+    s
 }
 
 fn axis_text(axis: Option<usize>) -> String {

@@ -12,7 +12,9 @@
 //!   batched products and the convolutions;
 //! - [`eager`]: every op run at once over ndarray arrays, on those kernels;
 //! - [`graph`]: the graph as data ([`GraphDef`]), the static tables it is built from and its
-//!   exports (DOT, TensorBoard); it uses nothing but `dtype` and `error`.
+//!   exports (DOT, TensorBoard); it uses nothing but `dtype` and `error`;
+//! - [`checkpoint`], [`init`]: the parameter structs' safetensors files and initialisers,
+//!   called by the code `#[graph]` emits for a struct; they use `dtype` and `error`.
 //!
 //! Code emitted by `#[graph]` and the tests name modules by their flat paths
 //! (`graph_runtime::matmul`, `::grafo::__private::compiled`...): each is re-exported at the
@@ -24,11 +26,13 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+pub mod checkpoint;
 pub mod dtype;
 pub mod eager;
 pub mod error;
 pub mod exec;
 pub mod graph;
+pub mod init;
 pub mod kernels;
 pub mod linalg;
 
