@@ -14,6 +14,7 @@ pub mod ops;
 mod passes;
 mod schedule;
 mod signature;
+mod structs;
 #[cfg(test)]
 mod tests;
 

@@ -1,7 +1,8 @@
 //! Phase 1, parse: reads the `#[graph]` function's signature into typed parameters and declared outputs.
 
 use crate::diag::Diagnostics;
-use crate::ir::{DType, Dim, HostParam, OutputDecl, Param, Shape, TensorParam};
+use crate::ir::{DType, Dim, FieldOf, HostParam, OutputDecl, Param, Shape, TensorParam};
+use crate::structs::{FieldTy, Seg, StructDefs};
 use syn::spanned::Spanned;
 use syn::{FnArg, GenericArgument, Pat, PathArguments, ReturnType, Type};
 
@@ -12,6 +13,18 @@ pub struct Signature {
     pub outputs: Vec<OutputDecl>,
     /// How the results nest (`-> (Tensor<..>, (Tensor<..>, Tensor<..>))`); its leaves index `outputs`.
     pub results: ResultTree,
+    /// The struct parameters (`p: Net`), each passed as its leaf tensors in `params`.
+    pub struct_params: Vec<StructParam>,
+}
+
+/// A parameter of a parameter struct's type (`p: Net`, `blocks: [Block; 2]`): `params` holds
+/// one tensor parameter per leaf (a [`FieldOf`] says where each sits); `tree` nests them as the
+/// struct does, its leaves indexing `params`.
+#[derive(Debug, Clone)]
+pub struct StructParam {
+    pub name: syn::Ident,
+    pub tree: ResultTree,
+    pub mutable: bool,
 }
 
 /// The nesting of a function's results: one tensor, or a tuple of results.
@@ -20,6 +33,48 @@ pub enum ResultTree {
     /// The tensor `outputs[i]`.
     Leaf(usize),
     Tuple(Vec<ResultTree>),
+    /// A parameter struct of the module (`-> Net`): its fields by name.
+    Struct {
+        ty: syn::Ident,
+        fields: Vec<(syn::Ident, ResultTree)>,
+    },
+    /// A fixed-size array (a field `[Block; 2]`), element by element.
+    Array(Vec<ResultTree>),
+}
+
+/// The tree of a struct-typed value whose leaves are numbered from `*next` on, calling
+/// `leaf(dtype, shape)` for each in order.
+pub fn struct_tree(
+    structs: &StructDefs,
+    ty: &FieldTy,
+    next: &mut usize,
+    leaf: &mut dyn FnMut(DType, &[u64]),
+) -> ResultTree {
+    match ty {
+        FieldTy::Tensor { dtype, shape } => {
+            leaf(*dtype, shape);
+            *next += 1;
+            ResultTree::Leaf(*next - 1)
+        }
+        FieldTy::Struct(s) => {
+            let fields = structs
+                .get(&s.to_string())
+                .map(|d| {
+                    d.fields
+                        .iter()
+                        .map(|f| (f.ident.clone(), struct_tree(structs, &f.ty, next, leaf)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            ResultTree::Struct {
+                ty: s.clone(),
+                fields,
+            }
+        }
+        FieldTy::Array(inner, n) => {
+            ResultTree::Array((0..*n).map(|_| struct_tree(structs, inner, next, leaf)).collect())
+        }
+    }
 }
 
 /// Reads a result type (a tensor, or a tuple of results) into `outputs` and its tree.
@@ -28,10 +83,24 @@ fn parse_result(
     outputs: &mut Vec<OutputDecl>,
     diag: &mut Diagnostics,
     what: &str,
+    structs: &StructDefs,
 ) -> Option<ResultTree> {
+    if let Some(sty) = structs.param_type(ty) {
+        if !structs.type_ok(&sty) {
+            diag.fail_quietly();
+            return None;
+        }
+        let mut next = outputs.len();
+        return Some(struct_tree(structs, &sty, &mut next, &mut |dtype, shape| {
+            outputs.push(OutputDecl {
+                dtype,
+                shape: shape.iter().map(|&n| Dim::Const(n)).collect(),
+            })
+        }));
+    }
     match ty {
-        Type::Paren(p) => parse_result(&p.elem, outputs, diag, what),
-        Type::Group(g) => parse_result(&g.elem, outputs, diag, what),
+        Type::Paren(p) => parse_result(&p.elem, outputs, diag, what, structs),
+        Type::Group(g) => parse_result(&g.elem, outputs, diag, what, structs),
         Type::Tuple(t) => {
             if t.elems.is_empty() {
                 diag.error(
@@ -43,7 +112,7 @@ fn parse_result(
             let mut items = Vec::new();
             let mut ok = true;
             for e in &t.elems {
-                match parse_result(e, outputs, diag, "a result") {
+                match parse_result(e, outputs, diag, "a result", structs) {
                     Some(item) => items.push(item),
                     None => ok = false,
                 }
@@ -67,7 +136,18 @@ const DTYPES: &str = "`f32`, `f64`, `i32`, `i64` or `bool`";
 pub const RESERVED_PREFIX: &str = "__grafo";
 
 /// Reads the parameters and the return type; problems go to `diag`.
+#[cfg(test)]
 pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signature {
+    parse_signature_in(sig, &StructDefs::default(), diag)
+}
+
+/// As [`parse_signature`], in a `#[graph] mod` whose parameter structs are `structs`.
+pub fn parse_signature_in(
+    sig: &syn::Signature,
+    structs: &StructDefs,
+    diag: &mut Diagnostics,
+) -> Signature {
+    let mut struct_params = Vec::new();
     if let Some(g) = sig.generics.params.first() {
         diag.error(g.span(), "`#[graph]` functions cannot be generic: dtypes and dims are written in `Tensor<DT, dims...>`");
     }
@@ -101,6 +181,12 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
                     );
                     continue;
                 }
+                if let Some(sty) = structs.param_type(&pt.ty) {
+                    if let Some(sp) = flatten_struct_param(name, mutable, &pt.ty, &sty, structs, &mut params, diag) {
+                        struct_params.push(sp);
+                    }
+                    continue;
+                }
                 if let Some(p) = parse_param(name, mutable, &pt.ty, diag) {
                     params.push(p);
                 }
@@ -118,6 +204,14 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
             FnArg::Receiver(_) => None,
         })
         .collect();
+    // In a `#[graph] mod`, a dim named by one of the module's integer `const`s is its value.
+    for p in &mut params {
+        if let Param::Tensor(t) = p {
+            for d in &mut t.shape {
+                *d = structs.resolve_dim(d);
+            }
+        }
+    }
     check_product_params(&params, &dim_spans, diag);
     let (outputs, results) = match &sig.output {
         ReturnType::Default => {
@@ -132,7 +226,12 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
         }
         ReturnType::Type(_, ty) => {
             let mut outputs = Vec::new();
-            let tree = parse_result(ty, &mut outputs, diag, "the result");
+            let tree = parse_result(ty, &mut outputs, diag, "the result", structs);
+            for o in &mut outputs {
+                for d in &mut o.shape {
+                    *d = structs.resolve_dim(d);
+                }
+            }
             (outputs, tree.unwrap_or(ResultTree::Tuple(Vec::new())))
         }
     };
@@ -140,7 +239,65 @@ pub fn parse_signature(sig: &syn::Signature, diag: &mut Diagnostics) -> Signatur
         params,
         outputs,
         results,
+        struct_params,
     }
+}
+
+/// Pushes one tensor parameter per leaf of the struct parameter `name: ty` (named
+/// `__grafo_<name>_<k>`, labelled by their field paths) and returns the struct's tree.
+fn flatten_struct_param(
+    name: syn::Ident,
+    mutable: bool,
+    ty: &Type,
+    sty: &FieldTy,
+    structs: &StructDefs,
+    params: &mut Vec<Param>,
+    diag: &mut Diagnostics,
+) -> Option<StructParam> {
+    if !structs.type_ok(sty) {
+        // The struct's own errors are reported where it is declared.
+        diag.fail_quietly();
+        return None;
+    }
+    let leaves = structs.leaves(sty);
+    if leaves.is_empty() {
+        diag.error(
+            ty.span(),
+            format!("`{name}` has no tensor: a struct parameter passes its tensors, and this type holds none"),
+        );
+        return None;
+    }
+    let first = params.len();
+    for (k, leaf) in leaves.iter().enumerate() {
+        let segs = leaf.segs.iter().map(|s| match s {
+            Seg::Field(f) => quote::quote!(.#f),
+            Seg::Index(i) => {
+                let i = proc_macro2::Literal::usize_unsuffixed(*i);
+                quote::quote!([#i])
+            }
+        });
+        params.push(Param::Tensor(TensorParam {
+            name: syn::Ident::new(&format!("{RESERVED_PREFIX}_{name}_{k}"), name.span()),
+            dtype: leaf.dtype,
+            shape: leaf.shape.iter().map(|&n| Dim::Const(n)).collect(),
+            span: ty.span(),
+            mutable: false,
+            field: Some(Box::new(FieldOf {
+                root: name.clone(),
+                root_ty: ty.clone(),
+                path: format!("{name}{}", leaf.rust_path()),
+                access: quote::quote!(#(#segs)*),
+                first: k == 0,
+            })),
+        }));
+    }
+    let mut next = first;
+    let tree = struct_tree(structs, sty, &mut next, &mut |_, _| {});
+    Some(StructParam {
+        name,
+        tree,
+        mutable,
+    })
 }
 
 fn parse_param(
@@ -158,6 +315,7 @@ fn parse_param(
             shape,
             span: ty.span(),
             mutable,
+            field: None,
         }));
     }
     if let Type::Path(tp) = ty {

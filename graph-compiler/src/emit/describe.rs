@@ -255,7 +255,7 @@ pub fn body(
     for (i, p) in params.iter().enumerate() {
         match p {
             Param::Tensor(t) => {
-                let nm = t.name.to_string();
+                let nm = t.label();
                 let dt = dtype_tokens(t.dtype);
                 let shape = dims_tokens(&t.shape);
                 let node = graph

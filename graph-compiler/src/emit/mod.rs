@@ -153,12 +153,19 @@ pub fn dim_value(shape: &[Dim]) -> TokenStream {
     }
 }
 
-/// The public parameter list: tensors as `impl TensorArg`, host values as declared.
+/// The public parameter list: tensors as `impl TensorArg`, host values as declared, a
+/// struct parameter as `&Net` in the place of its first leaf (its other leaves are not listed).
 pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
         .enumerate()
+        .filter(|(_, p)| !matches!(p, Param::Tensor(t) if t.field.as_ref().is_some_and(|f| !f.first)))
         .map(|(i, p)| match p {
+            Param::Tensor(t) if t.field.is_some() => {
+                let f = t.field.as_ref().expect("a struct leaf");
+                let (root, ty) = (&f.root, &f.root_ty);
+                quote!(#root: &#ty)
+            }
             Param::Tensor(t) => {
                 let name = &t.name;
                 let et = elem_ty(t.dtype);
@@ -180,7 +187,7 @@ pub fn lifetimes(params: &[Param]) -> TokenStream {
     let lts: Vec<syn::Lifetime> = params
         .iter()
         .enumerate()
-        .filter(|(_, p)| matches!(p, Param::Tensor(_)))
+        .filter(|(_, p)| matches!(p, Param::Tensor(t) if t.field.is_none()))
         .map(|(i, _)| syn::Lifetime::new(&format!("'__a{i}"), Span::call_site()))
         .collect();
     if lts.is_empty() {
@@ -234,6 +241,12 @@ pub fn result_type(outputs: &[(DType, Shape)], tree: &ResultTree) -> TokenStream
             let tys = items.iter().map(|t| result_type(outputs, t));
             quote!((#(#tys,)*))
         }
+        ResultTree::Struct { ty, .. } => quote!(#ty),
+        ResultTree::Array(items) => {
+            let elem = items.first().map(|t| result_type(outputs, t));
+            let n = items.len();
+            quote!([#elem; #n])
+        }
     }
 }
 
@@ -248,6 +261,15 @@ pub fn result_value(tree: &ResultTree) -> TokenStream {
             let vs = items.iter().map(result_value);
             quote!((#(#vs,)*))
         }
+        ResultTree::Struct { ty, fields } => {
+            let names = fields.iter().map(|(f, _)| f);
+            let vs = fields.iter().map(|(_, t)| result_value(t));
+            quote!(#ty { #(#names: #vs),* })
+        }
+        ResultTree::Array(items) => {
+            let vs = items.iter().map(result_value);
+            quote!([#(#vs),*])
+        }
     }
 }
 
@@ -258,7 +280,7 @@ pub fn entry_checks(params: &[Param]) -> TokenStream {
     for p in params {
         let Param::Tensor(t) = p else { continue };
         let name = &t.name;
-        let pname = name.to_string();
+        let pname = t.label();
         let shape_id = format_ident!("__shape_{}", name);
         out.extend(quote!(let #shape_id: &[usize] = #name.shape();));
         for (axis, d) in t.shape.iter().enumerate() {
@@ -290,7 +312,7 @@ pub fn entry_checks(params: &[Param]) -> TokenStream {
     let mut bound: Vec<String> = bound.into_iter().map(|(s, _, _)| s).collect();
     for p in params {
         let Param::Tensor(t) = p else { continue };
-        let pname = t.name.to_string();
+        let pname = t.label();
         let shape_id = format_ident!("__shape_{}", t.name);
         for (axis, d) in t.shape.iter().enumerate() {
             let Dim::Prod(m) = d else { continue };

@@ -94,6 +94,34 @@ pub struct TensorParam {
     pub span: Span,
     /// Declared `mut x: ...`: reassignable in the body like a `let mut`.
     pub mutable: bool,
+    /// Set when this tensor is a field of a struct parameter (`p: Net` is passed as its
+    /// leaf tensors, one parameter each): where it sits in the struct.
+    pub field: Option<Box<FieldOf>>,
+}
+
+impl TensorParam {
+    /// The parameter as messages name it: `x`, or a field's path, `p.blocks[3].wq`.
+    pub fn label(&self) -> String {
+        match &self.field {
+            Some(f) => f.path.clone(),
+            None => self.name.to_string(),
+        }
+    }
+}
+
+/// A leaf of a struct parameter: the parameter `p: Net` of a `#[graph] mod` function is
+/// flattened into one [`TensorParam`] per tensor field, in declaration order.
+#[derive(Debug, Clone)]
+pub struct FieldOf {
+    /// The struct parameter's name (`p`) and its type as written (`Net`, `[Block; 2]`).
+    pub root: syn::Ident,
+    pub root_ty: syn::Type,
+    /// The field's path as messages show it (`p.blocks[3].wq`).
+    pub path: String,
+    /// The Rust access of the field from the root value (`.blocks[3].wq`).
+    pub access: proc_macro2::TokenStream,
+    /// Whether this is the struct's first leaf, where the public signature lists `p: &Net`.
+    pub first: bool,
 }
 
 /// A host parameter (plain Rust value).

@@ -20,6 +20,14 @@ pub(super) enum Value {
     },
     /// A statement-like expression with no value (`assert_*`, `if` without a value).
     Unit,
+    /// A value of a parameter struct (`p`, `p.hidden`, a struct of gradients): its fields in
+    /// declaration order, each a value (`lower/structs.rs`).
+    Struct {
+        ty: syn::Ident,
+        fields: Vec<(syn::Ident, Value)>,
+    },
+    /// A fixed-size array of values (`p.blocks`), indexed at compile time.
+    Array(Vec<Value>),
 }
 
 pub(super) struct Binding {

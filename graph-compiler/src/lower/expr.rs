@@ -158,6 +158,14 @@ impl Lowerer<'_> {
                 self.diag.error(span, format!("{what} must be a tensor, found no value (an `assert_*` or an `if` without a value)"));
                 None
             }
+            Value::Struct { ty, .. } => {
+                self.diag.error(span, format!("{what} must be a tensor, found a `{ty}` (a parameter struct: read one of its tensors, `p.w`)"));
+                None
+            }
+            Value::Array(vs) => {
+                self.diag.error(span, format!("{what} must be a tensor, found an array of {} values (index it, `p.blocks[i]`)", vs.len()));
+                None
+            }
         }
     }
 
@@ -187,6 +195,9 @@ impl Lowerer<'_> {
                     {
                         vs[i.index as usize].clone()
                     }
+                    (member, base @ (Value::Struct { .. } | Value::Array(_))) => {
+                        self.lower_struct_field(f, member, base)
+                    }
                     _ => {
                         self.diag
                             .error(f.span(), "field access is only supported on tuples (`t.0`)");
@@ -197,7 +208,9 @@ impl Lowerer<'_> {
             Expr::Binary(b) => self.lower_binary(b),
             Expr::Unary(u) => self.lower_unary(u),
             Expr::Call(c) => self.lower_call(c),
+            Expr::Index(ix) if !super::structs::is_slice(ix) => self.lower_array_index(ix),
             Expr::Index(ix) => self.lower_index(ix),
+            Expr::Struct(s) => self.lower_struct_literal(s),
             Expr::If(i) => self.lower_if(i),
             Expr::Assign(_) | Expr::ForLoop(_) => {
                 self.diag.error(

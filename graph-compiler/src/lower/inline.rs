@@ -36,6 +36,8 @@ pub struct Callees {
     /// The module's `const NAME: T = literal;` items, seen by every function's body as if
     /// declared in it (`for` bounds, axes, operands).
     consts: HashMap<String, Scalar>,
+    /// The module's parameter structs (struct literals in a body build them).
+    structs: crate::structs::StructDefs,
 }
 
 impl Callees {
@@ -63,12 +65,23 @@ impl Callees {
             fns,
             recursive,
             consts: HashMap::new(),
+            structs: Default::default(),
         }
     }
 
     /// The same table, with the module's literal `const` items.
     pub fn with_consts(self, consts: HashMap<String, Scalar>) -> Callees {
         Callees { consts, ..self }
+    }
+
+    /// The same table, with the module's parameter structs.
+    pub fn with_structs(self, structs: crate::structs::StructDefs) -> Callees {
+        Callees { structs, ..self }
+    }
+
+    /// The module's parameter structs.
+    pub fn structs(&self) -> &crate::structs::StructDefs {
+        &self.structs
     }
 
     /// The module's literal `const` items.
@@ -169,11 +182,25 @@ fn find_cycle(start: &str, calls: &HashMap<String, Vec<String>>) -> Option<Vec<S
     walk(start, &mut path, &mut seen, calls).then_some(path)
 }
 
-/// The value of a call: the result tensors nested as the callee declares them.
+/// The value of a call: the result tensors nested as the callee declares them (tuples,
+/// structs and arrays).
 fn nest(tree: &ResultTree, leaves: &[NodeId]) -> Value {
-    match tree {
-        ResultTree::Leaf(i) => Value::Tensor(leaves[*i]),
-        ResultTree::Tuple(items) => Value::Tuple(items.iter().map(|t| nest(t, leaves)).collect()),
+    super::structs::tree_value(tree, &mut |i| Value::Tensor(leaves[i]))
+}
+
+/// A parameter of a callee as its callers see it: one parameter, or a struct parameter
+/// (passed as one argument, flattened into its leaves in the callee's signature).
+enum Public<'p> {
+    Param(&'p Param),
+    Struct(&'p crate::signature::StructParam),
+}
+
+impl Public<'_> {
+    fn name(&self) -> String {
+        match self {
+            Public::Param(p) => p.name().to_string(),
+            Public::Struct(sp) => sp.name.to_string(),
+        }
     }
 }
 
@@ -275,13 +302,30 @@ impl<'a> Lowerer<'a> {
             return Value::Tensor(self.poisoned(span));
         }
         let params = &callee.sig.params;
-        if c.args.len() != params.len() {
-            let names: Vec<String> = params.iter().map(|p| format!("`{}`", p.name())).collect();
+        // The parameters as the caller passes them: a struct parameter is one argument.
+        let public: Vec<Public> = params
+            .iter()
+            .filter_map(|p| match p {
+                Param::Tensor(t) => match &t.field {
+                    Some(f) if f.first => callee
+                        .sig
+                        .struct_params
+                        .iter()
+                        .find(|sp| sp.name == f.root)
+                        .map(Public::Struct),
+                    Some(_) => None,
+                    None => Some(Public::Param(p)),
+                },
+                Param::Host(_) => Some(Public::Param(p)),
+            })
+            .collect();
+        if c.args.len() != public.len() {
+            let names: Vec<String> = public.iter().map(|p| format!("`{}`", p.name())).collect();
             self.diag.error(
                 span,
                 format!(
                     "`{name}` takes {} argument(s) ({}); found {}",
-                    params.len(),
+                    public.len(),
                     names.join(", "),
                     c.args.len()
                 ),
@@ -294,8 +338,18 @@ impl<'a> Lowerer<'a> {
         // plain dim of every argument is bound.
         let mut deferred = Vec::new();
         let mut ok = true;
-        for (p, arg) in params.iter().zip(&c.args) {
+        for (pp, arg) in public.iter().zip(&c.args) {
             let arg_span = arg.span();
+            let p = match pp {
+                Public::Param(p) => *p,
+                Public::Struct(sp) => {
+                    match self.struct_argument(name, sp, params, arg, &mut subst) {
+                        Some(v) => bindings.push((sp.name.to_string(), v)),
+                        None => ok = false,
+                    }
+                    continue;
+                }
+            };
             match p {
                 Param::Tensor(t) => {
                     let id = self.operand(arg);
@@ -435,6 +489,79 @@ impl<'a> Lowerer<'a> {
             leaves.push(id);
         }
         nest(&callee.sig.results, &leaves)
+    }
+
+    /// The value of a struct argument, each leaf checked against the callee's field (its
+    /// dtype and shape); `None` after reporting a mismatch at the argument.
+    fn struct_argument(
+        &mut self,
+        name: &str,
+        sp: &crate::signature::StructParam,
+        params: &[Param],
+        arg: &Expr,
+        subst: &mut HashMap<String, Dim>,
+    ) -> Option<Value> {
+        let arg_span: Span = arg.span();
+        let v = self.lower_expr(arg);
+        if let Value::Tensor(id) = v {
+            if self.graph.node(id).poisoned {
+                return None;
+            }
+        }
+        let mut values = Vec::new();
+        let mut leaf_ids = Vec::new();
+        super::structs::tree_value(&sp.tree, &mut |i| {
+            leaf_ids.push(i);
+            Value::Unit
+        });
+        let declared_ty = match &sp.tree {
+            ResultTree::Struct { ty, .. } => format!("a `{ty}`"),
+            ResultTree::Array(items) => format!("an array of {}", items.len()),
+            _ => "a struct".to_string(),
+        };
+        if !super::flatten_results(&v, &sp.tree, &mut values) || values.len() != leaf_ids.len() {
+            let msg = format!(
+                "parameter `{}` of `{name}` is {declared_ty}; the argument is {}",
+                sp.name,
+                super::value_str(&v, &self.graph)
+            );
+            self.diag.error(arg_span, msg);
+            return None;
+        }
+        let mut ok = true;
+        for (leaf, lv) in leaf_ids.iter().zip(&values) {
+            let Param::Tensor(t) = &params[*leaf] else {
+                continue;
+            };
+            let Some(id) = self.tensor_of(lv, arg_span, "a field") else {
+                ok = false;
+                continue;
+            };
+            let id = self.resolve_weak_to(id, t.dtype, arg_span);
+            let n = self.graph.node(id).clone();
+            if n.poisoned {
+                ok = false;
+                continue;
+            }
+            let mismatch = if n.dtype != t.dtype {
+                Some(format!("dtype {} != {}", t.dtype, n.dtype))
+            } else {
+                bind_shape(&t.shape, &n.shape, subst).err()
+            };
+            if let Some(why) = mismatch {
+                self.diag.error(
+                    arg_span,
+                    format!(
+                        "field `{}` of `{name}`'s parameter is declared {} but the argument's is {} ({why})",
+                        t.label(),
+                        type_str(t.dtype, &t.shape),
+                        type_str(n.dtype, &n.shape)
+                    ),
+                );
+                ok = false;
+            }
+        }
+        ok.then_some(v)
     }
 
     /// A dim of the function being lowered in the terms of the root function (the

@@ -51,6 +51,7 @@ mod nn;
 mod reduce;
 mod selection;
 mod stmt;
+mod structs;
 mod training;
 pub use training::{Loss, Optimizer};
 mod weak;
@@ -100,7 +101,11 @@ pub fn lower(
                     t.shape.clone(),
                     t.span.into(),
                 );
-                lw.graph.node_mut(id).name = Some(t.name.to_string());
+                lw.graph.node_mut(id).name = Some(t.label());
+                // A struct parameter's leaf is reached through the struct's value, bound below.
+                if t.field.is_some() {
+                    continue;
+                }
                 lw.bind(&t.name.to_string(), Value::Tensor(id), t.mutable);
             }
             Param::Host(h) => {
@@ -117,6 +122,18 @@ pub fn lower(
                 );
             }
         }
+    }
+    for sp in &sig.struct_params {
+        let value = structs::tree_value(&sp.tree, &mut |i| {
+            let id = lw
+                .graph
+                .nodes
+                .iter()
+                .position(|n| n.op == Op::Input { param: i })
+                .expect("an input per leaf");
+            Value::Tensor(NodeId(id))
+        });
+        lw.bind(&sp.name.to_string(), value, sp.mutable);
     }
     let result = lw.lower_block_inner(body);
     lw.check_weak_ranges();
@@ -137,13 +154,17 @@ pub fn lower(
         lw.diag.error(ret_span, msg);
         return Lowered { graph: lw.graph };
     }
+    let mut labels = vec![None; outputs.len()];
+    result_labels(&sig.results, "", &mut labels);
     for (i, (v, decl)) in values.iter().zip(outputs).enumerate() {
         if let Some(id) = lw.tensor_of(v, ret_span, "a result") {
             {
                 let id = lw.resolve_weak_to(id, decl.dtype, ret_span);
                 let n = lw.graph.node(id);
                 if !n.poisoned && (n.dtype != decl.dtype || n.shape != decl.shape) {
-                    let what = if outputs.len() == 1 {
+                    let what = if let Some(path) = &labels[i] {
+                        format!("result field `{path}`")
+                    } else if outputs.len() == 1 {
                         "the result".to_string()
                     } else {
                         format!("result {i}")
@@ -182,6 +203,20 @@ fn flatten_results(result: &Value, tree: &ResultTree, out: &mut Vec<Value>) -> b
         (ResultTree::Tuple(items), v) if items.len() == 1 && !matches!(v, Value::Tuple(_)) => {
             flatten_results(v, &items[0], out)
         }
+        (
+            ResultTree::Struct { ty, fields },
+            Value::Struct {
+                ty: vty,
+                fields: vfields,
+            },
+        ) if ty == vty && fields.len() == vfields.len() => fields
+            .iter()
+            .zip(vfields)
+            .all(|((_, t), (_, v))| flatten_results(v, t, out)),
+        (ResultTree::Array(items), Value::Array(vs)) if items.len() == vs.len() => items
+            .iter()
+            .zip(vs)
+            .all(|(t, v)| flatten_results(v, t, out)),
         _ => false,
     }
 }
@@ -193,6 +228,35 @@ fn tree_str(tree: &ResultTree, outputs: &[OutputDecl]) -> String {
         ResultTree::Tuple(items) => {
             let parts: Vec<String> = items.iter().map(|t| tree_str(t, outputs)).collect();
             format!("({})", parts.join(", "))
+        }
+        ResultTree::Struct { ty, .. } => format!("a `{ty}`"),
+        ResultTree::Array(items) => {
+            let parts: Vec<String> = items.iter().map(|t| tree_str(t, outputs)).collect();
+            format!("[{}]", parts.join(", "))
+        }
+    }
+}
+
+/// The field path of each result leaf that sits in a struct (`hidden.w`, `blocks[1].wq`).
+fn result_labels(tree: &ResultTree, prefix: &str, out: &mut [Option<String>]) {
+    match tree {
+        ResultTree::Leaf(i) if !prefix.is_empty() => out[*i] = Some(prefix.to_string()),
+        ResultTree::Leaf(_) => {}
+        ResultTree::Tuple(items) => {
+            for t in items {
+                result_labels(t, prefix, out);
+            }
+        }
+        ResultTree::Struct { fields, .. } => {
+            for (f, t) in fields {
+                let p = if prefix.is_empty() { f.to_string() } else { format!("{prefix}.{f}") };
+                result_labels(t, &p, out);
+            }
+        }
+        ResultTree::Array(items) => {
+            for (i, t) in items.iter().enumerate() {
+                result_labels(t, &format!("{prefix}[{i}]"), out);
+            }
         }
     }
 }
@@ -210,6 +274,11 @@ fn value_str(v: &Value, graph: &Graph) -> String {
             format!("({})", parts.join(", "))
         }
         Value::Unit => "no value".to_string(),
+        Value::Struct { ty, .. } => format!("a `{ty}`"),
+        Value::Array(vs) => {
+            let parts: Vec<String> = vs.iter().map(|v| value_str(v, graph)).collect();
+            format!("[{}]", parts.join(", "))
+        }
     }
 }
 

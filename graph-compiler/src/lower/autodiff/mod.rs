@@ -63,22 +63,29 @@ impl Lowerer<'_> {
         let span = call.span;
         let y = self.operand(call.args[0]);
         let xs_expr = super::unwrapped(call.args[1]);
-        let (xs, single): (Vec<(NodeId, Span)>, bool) = match xs_expr {
-            Expr::Tuple(t) => (
-                t.elems
-                    .iter()
-                    .map(|e| (self.operand(e), crate::ir::Spanned::span(e)))
-                    .collect(),
-                false,
-            ),
-            Expr::Array(a) => (
-                a.elems
-                    .iter()
-                    .map(|e| (self.operand(e), crate::ir::Spanned::span(e)))
-                    .collect(),
-                false,
-            ),
-            e => (vec![(self.operand(e), crate::ir::Spanned::span(e))], true),
+        let (elems, single): (Vec<&Expr>, bool) = match xs_expr {
+            Expr::Tuple(t) => (t.elems.iter().collect(), false),
+            Expr::Array(a) => (a.elems.iter().collect(), false),
+            e => (vec![e], true),
+        };
+        // Each x is a tensor or a parameter struct (`p`, `p.hidden`), whose gradient is a
+        // struct of the same shape: its leaves are differentiated one by one.
+        let mut xs: Vec<(NodeId, Span)> = Vec::new();
+        let templates: Vec<Value> = elems
+            .iter()
+            .map(|e| self.gradient_target(e, &mut xs))
+            .collect();
+        let nest = |grads: Vec<Value>| {
+            let mut grads = grads.into_iter();
+            let mut vs: Vec<Value> = templates
+                .iter()
+                .map(|t| super::structs::replace_leaves(t, &mut || grads.next().unwrap_or(Value::Unit)))
+                .collect();
+            if single {
+                vs.pop().unwrap_or(Value::Unit)
+            } else {
+                Value::Tuple(vs)
+            }
         };
         let grad_y = call
             .args
@@ -89,11 +96,7 @@ impl Lowerer<'_> {
                 .iter()
                 .map(|_| Value::Tensor(lw.poisoned(span)))
                 .collect();
-            if single {
-                ids.into_iter().next().unwrap_or(Value::Unit)
-            } else {
-                Value::Tuple(ids)
-            }
+            nest(ids)
         };
         let mut ok = !self.is_poisoned(&[y]);
         let yn = self.graph.node(y).clone();
@@ -193,11 +196,32 @@ impl Lowerer<'_> {
             }
             grads.push(Value::Tensor(g));
         }
-        if single {
-            grads.into_iter().next().unwrap_or(Value::Unit)
-        } else {
-            Value::Tuple(grads)
+        nest(grads)
+    }
+
+    /// One `x` of `gradients`: its tensors (one, or a struct's leaves) pushed to `xs`, and
+    /// the value whose leaves the gradients replace.
+    fn gradient_target(&mut self, e: &Expr, xs: &mut Vec<(NodeId, Span)>) -> Value {
+        let espan = crate::ir::Spanned::span(e);
+        let v = self.lower_expr(e);
+        if !matches!(v, Value::Struct { .. } | Value::Array(_)) {
+            let id = match self.tensor_of(&v, espan, "an operand") {
+                Some(id) => id,
+                None => self.poisoned(espan),
+            };
+            xs.push((id, espan));
+            return Value::Tensor(id);
         }
+        let mut leaves = Vec::new();
+        super::structs::leaves_of(&v, "", &mut leaves);
+        for (_, leaf) in &leaves {
+            let id = match self.tensor_of(leaf, espan, "a field") {
+                Some(id) => id,
+                None => self.poisoned(espan),
+            };
+            xs.push((id, espan));
+        }
+        v
     }
 
     /// Marks the forward nodes between the `xs` and `y`.
