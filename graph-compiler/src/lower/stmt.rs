@@ -1,7 +1,7 @@
 //! Statements: blocks and their scopes, items, `let` with its annotation and pattern, expression statements.
 
 use super::context::Value;
-use super::{const_literal, Lowerer, Span};
+use super::{const_literal, unwrapped, Lowerer, Span};
 use crate::ir::*;
 use std::collections::HashMap;
 use syn::{Expr, Pat, Stmt};
@@ -66,15 +66,59 @@ impl Lowerer<'_> {
                 "`let ... else` is not supported in a `#[graph]` body",
             );
         }
-        let mut value = self.lower_expr(&init.expr);
         let (pat, ty) = match &local.pat {
             Pat::Type(pt) => (&*pt.pat, Some(&*pt.ty)),
             p => (p, None),
         };
+        if let Some(poisoned) = self.split_count_mismatch(pat, &init.expr) {
+            self.bind_pattern(pat, poisoned);
+            return;
+        }
+        let mut value = self.lower_expr(&init.expr);
         if let Some(ty) = ty {
             value = self.check_annotation(value, ty, init.expr.span());
         }
         self.bind_pattern(pat, value);
+    }
+
+    /// `let (a, b, c, d) = split(g, 3, -1)`: the count (or the list of sizes) and the names
+    /// disagree, which is the mistake to report, not whether 3 divides the axis. Reports it
+    /// at the count and returns the poisoned value to bind; `None` when they agree or are not
+    /// literals (then `split` and the pattern check the rest).
+    fn split_count_mismatch(&mut self, pat: &Pat, init: &Expr) -> Option<Value> {
+        let Pat::Tuple(names) = pat else { return None };
+        let Expr::Call(call) = unwrapped(init) else {
+            return None;
+        };
+        let Expr::Path(f) = unwrapped(&call.func) else {
+            return None;
+        };
+        if !f.path.is_ident("split") || self.callees.callee("split").is_some() {
+            return None;
+        }
+        let count_arg = call.args.iter().nth(1)?;
+        let (count, sizes) = match unwrapped(count_arg) {
+            Expr::Array(sizes) => (sizes.elems.len(), true),
+            e => (usize::try_from(self.literal_int(e)?).ok()?, false),
+        };
+        let n = names.elems.len();
+        if count == n {
+            return None;
+        }
+        // The operand's own mistakes are reported too.
+        let _ = self.lower_expr(&call.args[0]);
+        let names_text = if n == 1 {
+            "1 name"
+        } else {
+            &format!("{n} names")
+        };
+        let msg = if sizes {
+            format!("`split` into {count} pieces (one per size) is bound to {names_text} in the `let` pattern; give {n} sizes or bind {count} names")
+        } else {
+            format!("`split` into {count} pieces is bound to {names_text} in the `let` pattern; split into {n} or bind {count} names")
+        };
+        self.diag.error(count_arg.span(), msg);
+        Some(Value::Tensor(self.poisoned(init.span())))
     }
 
     /// `let y: Tensor<f32, B, 10> = ...` checks the inferred type against the annotation.
