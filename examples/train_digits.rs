@@ -47,6 +47,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/train_digits"));
+    // Printed relative to the current directory when under it.
+    let out_dir = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| out_dir.strip_prefix(cwd).ok().map(Path::to_path_buf))
+        .unwrap_or(out_dir);
     let all = Digits::load()?;
     let (train, held_out) = all.split(&mut digits::rng(SPLIT_SEED));
     let mut rng = digits::rng(TRAIN_SEED);
