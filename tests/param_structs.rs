@@ -111,6 +111,62 @@ mod stack {
     }
 }
 
+/// The example of docs/LANGUAGE.md section 9, as written there.
+#[graph]
+mod doc_mlp {
+    const HIDDEN: usize = 512;
+
+    pub struct Dense {
+        #[init(he_normal)]
+        pub w: Tensor<f32, 784, HIDDEN>,
+        pub b: Tensor<f32, HIDDEN>,
+    }
+    pub struct Block { pub wq: Tensor<f32, HIDDEN, HIDDEN>, #[init(ones)] pub g: Tensor<f32, HIDDEN> }
+    pub struct Net {
+        pub hidden: Dense,
+        pub blocks: [Block; 4],
+        pub out: Tensor<f32, HIDDEN, 10>,
+    }
+
+    pub fn block(h: Tensor<f32, B, HIDDEN>, b: Block) -> Tensor<f32, B, HIDDEN> {
+        tanh(matmul(h, b.wq)) * b.g + h
+    }
+
+    pub fn forward(x: Tensor<f32, B, 784>, p: Net) -> Tensor<f32, B, 10> {
+        let mut h = relu(matmul(x, p.hidden.w) + p.hidden.b);
+        for i in 0..4 {
+            h = block(h, p.blocks[i]);
+        }
+        matmul(h, p.out)
+    }
+
+    pub fn sgd(x: Tensor<f32, B, 784>, y: Tensor<i32, B>, p: Net, lr: f32) -> (Tensor<f32>, Net) {
+        let loss = reduce_mean(sparse_softmax_cross_entropy_with_logits(y, forward(x, p)));
+        let g = gradients(loss, p);
+        let hidden = Dense { w: p.hidden.w - lr * g.hidden.w, b: p.hidden.b - lr * g.hidden.b };
+        (loss, Net { hidden, out: p.out - lr * g.out, ..p })
+    }
+}
+
+#[test]
+fn the_documented_example_trains() -> Result<(), grafo::Error> {
+    let p = doc_mlp::Net::init(42);
+    let x = input(8, 784, 5) * 0.1;
+    let labels = Array1::from_vec(vec![0, 1, 2, 3, 4, 5, 6, 7]);
+    let y = doc_mlp::forward(&x, &p)?;
+    assert_eq!(y, doc_mlp::forward::eager(&x, &p)?);
+    let (loss0, q) = doc_mlp::sgd(&x, &labels, &p, 0.1)?;
+    assert_eq!(q.blocks[2].wq, p.blocks[2].wq, "fields the step leaves are taken from p");
+    let (loss1, _) = doc_mlp::sgd(&x, &labels, &q, 0.1)?;
+    assert!(loss1[[]] < loss0[[]]);
+    let path = std::env::temp_dir().join(format!("grafo-doc-mlp-{}.safetensors", std::process::id()));
+    q.save_safetensors(&path)?;
+    let back = doc_mlp::Net::load_safetensors(&path)?;
+    assert_eq!(back.blocks[3].g, q.blocks[3].g);
+    assert_eq!(doc_mlp::forward(&x, &back)?, doc_mlp::forward(&x, &q)?);
+    Ok(())
+}
+
 fn close(a: &ArrayD<f32>, b: &ArrayD<f32>, tol: f32) -> bool {
     a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs()))
 }

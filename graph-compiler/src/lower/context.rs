@@ -159,9 +159,30 @@ impl Lowerer<'_> {
         match r {
             Ok((found, (dt, shape))) => self.push(make(found), inputs, dt, shape, span),
             Err(msg) => {
+                let msg = format!("{msg}{}", self.fields_note(&inputs));
                 self.diag.error(error_span, msg);
                 self.poisoned(span)
             }
+        }
+    }
+
+    /// For an error about an op reading fields of a struct parameter: which fields, with
+    /// their declared types ("; field `p.out.w` is f32[784, 512]"); empty otherwise.
+    fn fields_note(&self, inputs: &[NodeId]) -> String {
+        let mut fields: Vec<String> = Vec::new();
+        for &i in inputs {
+            let n = self.graph.node(i);
+            let Some(name) = n.name.as_deref() else { continue };
+            let is_field = matches!(n.op, Op::Input { .. }) && name.contains(['.', '[']);
+            let text = format!("field `{name}` is {}", type_str(n.dtype, &n.shape));
+            if is_field && !fields.contains(&text) {
+                fields.push(text);
+            }
+        }
+        if fields.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", fields.join(", "))
         }
     }
 

@@ -159,7 +159,7 @@ impl Lowerer<'_> {
                 None
             }
             Value::Struct { ty, .. } => {
-                self.diag.error(span, format!("{what} must be a tensor, found a `{ty}` (a parameter struct: read one of its tensors, `p.w`)"));
+                self.diag.error(span, format!("{what} must be a tensor, found {} (a parameter struct: read one of its tensors, `p.w`)", super::structs::a_struct(ty)));
                 None
             }
             Value::Array(vs) => {
@@ -197,6 +197,9 @@ impl Lowerer<'_> {
                     }
                     (member, base @ (Value::Struct { .. } | Value::Array(_))) => {
                         self.lower_struct_field(f, member, base)
+                    }
+                    (_, Value::Tensor(id)) if self.graph.node(id).poisoned => {
+                        Value::Tensor(self.poisoned(f.span()))
                     }
                     _ => {
                         self.diag

@@ -515,7 +515,7 @@ impl<'a> Lowerer<'a> {
             Value::Unit
         });
         let declared_ty = match &sp.tree {
-            ResultTree::Struct { ty, .. } => format!("a `{ty}`"),
+            ResultTree::Struct { ty, .. } => super::structs::a_struct(ty),
             ResultTree::Array(items) => format!("an array of {}", items.len()),
             _ => "a struct".to_string(),
         };

@@ -146,6 +146,11 @@ pub fn lower(
     }
     let mut values = Vec::new();
     if !flatten_results(&result, &sig.results, &mut values) {
+        // A body whose value is poisoned (a struct literal with errors) was reported.
+        let declared_struct = matches!(sig.results, ResultTree::Struct { .. } | ResultTree::Array(_));
+        if declared_struct && matches!(result, Value::Tensor(id) if lw.graph.node(id).poisoned) {
+            return Lowered { graph: lw.graph };
+        }
         let msg = format!(
             "the function declares its results as {} but the body returns {}",
             tree_str(&sig.results, outputs),
@@ -229,7 +234,7 @@ fn tree_str(tree: &ResultTree, outputs: &[OutputDecl]) -> String {
             let parts: Vec<String> = items.iter().map(|t| tree_str(t, outputs)).collect();
             format!("({})", parts.join(", "))
         }
-        ResultTree::Struct { ty, .. } => format!("a `{ty}`"),
+        ResultTree::Struct { ty, .. } => structs::a_struct(ty),
         ResultTree::Array(items) => {
             let parts: Vec<String> = items.iter().map(|t| tree_str(t, outputs)).collect();
             format!("[{}]", parts.join(", "))
@@ -274,7 +279,7 @@ fn value_str(v: &Value, graph: &Graph) -> String {
             format!("({})", parts.join(", "))
         }
         Value::Unit => "no value".to_string(),
-        Value::Struct { ty, .. } => format!("a `{ty}`"),
+        Value::Struct { ty, .. } => structs::a_struct(ty),
         Value::Array(vs) => {
             let parts: Vec<String> = vs.iter().map(|v| value_str(v, graph)).collect();
             format!("[{}]", parts.join(", "))

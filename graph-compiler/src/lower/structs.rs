@@ -98,6 +98,12 @@ pub(super) fn expr_text(e: &Expr) -> String {
     }
 }
 
+/// A struct type with its article, for messages: "a `Dense`", "an `Other`".
+pub(super) fn a_struct(ty: &syn::Ident) -> String {
+    let vowel = ty.to_string().starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']);
+    format!("{} `{ty}`", if vowel { "an" } else { "a" })
+}
+
 /// The field names of a struct value, for messages: "`w` and `b`".
 fn names_list(fields: &[(syn::Ident, Value)]) -> String {
     let names: Vec<String> = fields.iter().map(|(f, _)| format!("`{f}`")).collect();
@@ -128,7 +134,8 @@ impl Lowerer<'_> {
                     return v.clone();
                 }
                 let msg = format!(
-                    "`{base_text}` is a `{ty}`, which has no field `{member_text}`; its fields are {}",
+                    "`{base_text}` is {}, which has no field `{member_text}`; its fields are {}",
+                    a_struct(&ty),
                     names_list(&fields)
                 );
                 self.diag.error(member.span(), msg);
@@ -244,10 +251,11 @@ impl Lowerer<'_> {
                     syn::Member::Named(n) => n.to_string(),
                     syn::Member::Unnamed(i) => i.index.to_string(),
                 };
-                let fields: Vec<String> = def.fields.iter().map(|f| format!("`{}`", f.ident)).collect();
+                let fields: Vec<(syn::Ident, Value)> =
+                    def.fields.iter().map(|f| (f.ident.clone(), Value::Unit)).collect();
                 self.diag.error(
                     fv.member.span(),
-                    format!("`{ty}` has no field `{member}`; its fields are {}", fields.join(", ")),
+                    format!("`{ty}` has no field `{member}`; its fields are {}", names_list(&fields)),
                 );
                 ok = false;
             }
@@ -332,7 +340,8 @@ impl Lowerer<'_> {
                 Value::Tensor(id) if self.graph.node(id).poisoned => None,
                 other => {
                     let msg = format!(
-                        "field `{path}` is a `{s}`; found {}",
+                        "field `{path}` is {}; found {}",
+                        a_struct(s),
                         super::value_str(&other, &self.graph)
                     );
                     self.diag.error(span, msg);

@@ -356,7 +356,7 @@ fn parse_struct(
                             ok = false;
                         }
                         Some(dt) if !dt.is_float() && !i.is_constant() => {
-                            diag.error(span, format!("`{path}` is a {dt} tensor: only `zeros`, `ones` and `constant(v)` initialise an integer or bool tensor"));
+                            diag.error(span, format!("`{path}` is a tensor of {dt}: only `zeros`, `ones` and `constant(v)` initialise an integer or bool tensor"));
                             ok = false;
                         }
                         Some(_) => {}
