@@ -165,7 +165,7 @@ impl Lowerer<'_> {
             }
             self.diag.error(
                 ix.index.span(),
-                "a tensor is indexed with ndarray's `s![...]` macro, e.g. `x[s![.., t, 0..10;2]]`; `[i]` alone indexes an array field of a parameter struct (`p.blocks[i]`)",
+                "a tensor is indexed with ndarray's `s![...]` macro, e.g. `x[s![.., t, 0..10;2]]`",
             );
             return Value::Tensor(self.poisoned(span));
         };
