@@ -135,3 +135,85 @@ fn step_ops_pass_no_gradient() {
     assert!(g.iter().all(|&v| v == 0.0), "{g}");
     assert!(bits_equal(&g.into_dyn(), &ge.into_dyn()));
 }
+
+use grafo::ndarray::{Ix2, Ix3};
+
+#[graph]
+fn prod_grads(
+    x: Tensor<f64, 4, 3>,
+    y: Tensor<f64, 2, 3, 2>,
+    w: Tensor<f64, 4>,
+) -> (Tensor<f64>, Tensor<f64, 4, 3>, Tensor<f64, 2, 3, 2>) {
+    let l = reduce_sum(reduce_prod(x, 1) * w)
+        + reduce_prod(x * 0.5 + 1.0)
+        + reduce_sum(reduce_prod(y, [0, 2], true) * 0.3)
+        + reduce_sum(reduce_prod(y, [1, 2]));
+    let (gx, gy) = gradients(l, (x, y));
+    (l, gx, gy)
+}
+
+#[test]
+fn reduce_prod_rule_matches_finite_differences_with_zeros() {
+    let mut x = array(&[4, 3], 21);
+    // One zero in row 1, two in row 2: TF's rule is right at zeros, where prod / x is not.
+    x[[1, 2]] = 0.0;
+    x[[2, 0]] = 0.0;
+    x[[2, 1]] = 0.0;
+    let mut y = array(&[2, 3, 2], 22);
+    y[[1, 1, 0]] = 0.0;
+    let inputs = vec![x, y, array(&[4], 23)];
+    let run = |v: &[ArrayD<f64>], eager: bool| {
+        let f = if eager { prod_grads::eager } else { prod_grads };
+        let (l, gx, gy) = f(&d::<Ix2>(&v[0]), &d::<Ix3>(&v[1]), &d::<Ix1>(&v[2])).unwrap();
+        vec![l.into_dyn(), gx.into_dyn(), gy.into_dyn()]
+    };
+    check("reduce_prod", &inputs, &[0, 1], &run, 1e-6);
+}
+
+#[graph]
+fn cumsum_grads(x: Tensor<f64, 3, 5>, w: Tensor<f64, 3, 5>) -> (Tensor<f64>, Tensor<f64, 3, 5>) {
+    let l = reduce_sum(
+        w * cumsum(x, 1)
+            + square(cumsum(x, 0, true))
+            + w * w * cumsum(x, -1, false, true)
+            + w * cumsum(x * x, 0, true, true),
+    );
+    (l, gradients(l, x))
+}
+
+#[test]
+fn cumsum_rule_matches_finite_differences() {
+    let inputs = vec![array(&[3, 5], 31), array(&[3, 5], 32)];
+    let run = |v: &[ArrayD<f64>], eager: bool| {
+        let f = if eager {
+            cumsum_grads::eager
+        } else {
+            cumsum_grads
+        };
+        let (l, g) = f(&d::<Ix2>(&v[0]), &d::<Ix2>(&v[1])).unwrap();
+        vec![l.into_dyn(), g.into_dyn()]
+    };
+    check("cumsum", &inputs, &[0], &run, 1e-6);
+}
+
+#[graph]
+fn top_k_grads(x: Tensor<f64, 4, 6>, w: Tensor<f64, 4, 3>) -> (Tensor<f64>, Tensor<f64, 4, 6>) {
+    let (v, i) = top_k(x * x + x, 3);
+    let l = reduce_sum(w * v * v) + reduce_sum(cast::<f64>(i)) * 0.0;
+    (l, gradients(l, x))
+}
+
+#[test]
+fn top_k_rule_scatters_to_the_indices() {
+    let inputs = vec![array(&[4, 6], 41), array(&[4, 3], 42)];
+    let run = |v: &[ArrayD<f64>], eager: bool| {
+        let f = if eager {
+            top_k_grads::eager
+        } else {
+            top_k_grads
+        };
+        let (l, g) = f(&d::<Ix2>(&v[0]), &d::<Ix2>(&v[1])).unwrap();
+        vec![l.into_dyn(), g.into_dyn()]
+    };
+    check("top_k", &inputs, &[0], &run, 1e-6);
+}

@@ -249,6 +249,7 @@ pub enum ReduceKind {
     Mean,
     Max,
     Min,
+    Prod,
 }
 
 impl ReduceKind {
@@ -258,6 +259,7 @@ impl ReduceKind {
             ReduceKind::Mean => "reduce_mean",
             ReduceKind::Max => "reduce_max",
             ReduceKind::Min => "reduce_min",
+            ReduceKind::Prod => "reduce_prod",
         }
     }
 }
@@ -515,6 +517,23 @@ pub enum SelOp {
     Values {
         values: Vec<Scalar>,
     },
+    /// `cumsum` (or the `cumprod` of `reduce_prod`'s gradient, when `prod`) along `axis`.
+    Cumulative {
+        axis: usize,
+        exclusive: bool,
+        reverse: bool,
+        prod: bool,
+    },
+    /// The i32 indices of `top_k`: the `k` largest elements of each row of the last axis, in order.
+    TopK {
+        k: u64,
+    },
+    /// Inputs: `x` and i32 indices of `x`'s shape but for the last axis; `x`'s elements at the
+    /// indices along the last axis (NumPy's `take_along_axis`): `top_k`'s values.
+    TakeAlongLast,
+    /// Inputs: `g` and the indices of a [`SelOp::TakeAlongLast`]; zeros of the node's shape
+    /// with `g` added at the indices (the adjoint of `TakeAlongLast`).
+    ScatterAlongLast,
 }
 
 impl SelOp {
@@ -529,6 +548,11 @@ impl SelOp {
             SelOp::ArgReduce { min: true, .. } => "argmin",
             SelOp::Range { .. } => "range",
             SelOp::Values { .. } => "constant",
+            SelOp::Cumulative { prod: false, .. } => "cumsum",
+            SelOp::Cumulative { prod: true, .. } => "cumprod",
+            SelOp::TopK { .. } => "top_k",
+            SelOp::TakeAlongLast => "take_along_axis",
+            SelOp::ScatterAlongLast => "scatter_along_axis",
         }
     }
 }

@@ -77,6 +77,9 @@ impl Lowerer<'_> {
             | Lowering::BatchNormalization
             | Lowering::LayerNorm => Value::Tensor(self.lower_activation_call(row.lowering, &call)),
             Lowering::Reduce(kind) => Value::Tensor(self.lower_reduce(kind, &call)),
+            Lowering::ReduceBool { any } => Value::Tensor(self.lower_reduce_bool(any, &call)),
+            Lowering::Cumsum => Value::Tensor(self.lower_cumsum(&call)),
+            Lowering::TopK => self.lower_top_k(&call),
             Lowering::Norm => Value::Tensor(self.lower_norm(&call)),
             Lowering::MatMul => Value::Tensor(self.lower_matmul(&call)),
             Lowering::Transpose => Value::Tensor(self.lower_transpose(&call)),

@@ -228,6 +228,12 @@ pub enum Lowering {
     Activation(Activation),
     ClipByValue,
     Reduce(ReduceKind),
+    /// `reduce_any` (`any`) and `reduce_all` over a bool tensor.
+    ReduceBool {
+        any: bool,
+    },
+    Cumsum,
+    TopK,
     Norm,
     MatMul,
     Transpose,

@@ -49,7 +49,11 @@ fn rows_are_consistent() {
             | Lowering::StopGradient
             | Lowering::Loss(_)
             | Lowering::Optimizer(_) => r.family == Family::Train,
-            Lowering::Reduce(_) | Lowering::Norm => r.family == Family::Reduce,
+            Lowering::Reduce(_)
+            | Lowering::ReduceBool { .. }
+            | Lowering::Cumsum
+            | Lowering::TopK
+            | Lowering::Norm => r.family == Family::Reduce,
             Lowering::MatMul | Lowering::Transpose | Lowering::Reshape => {
                 r.family == Family::Linalg
             }

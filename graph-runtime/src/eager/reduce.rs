@@ -1,4 +1,4 @@
-//! Eager reductions (`reduce_sum reduce_mean reduce_max reduce_min`, `norm`) and `softmax`/`log_softmax`.
+//! Eager reductions (`reduce_sum reduce_mean reduce_max reduce_min reduce_prod`, `reduce_any`/`reduce_all`, `norm`), `softmax`/`log_softmax`, the running totals (`cumsum`, `cumprod`) and `top_k`.
 
 use super::IntoView;
 use super::{flat, from_vec, standard};
@@ -7,7 +7,10 @@ use crate::error::Error;
 use crate::exec::buffer;
 use crate::kernels::math::FloatMath;
 use crate::kernels::reduce::{norm_f32, norm_f64, reduce_into, same_type, ReduceKind};
+use crate::kernels::scan::{cumulative_into, ScanKind};
+use crate::kernels::selection::IndexElement;
 use crate::kernels::softmax::softmax_into;
+use crate::kernels::top_k::{scatter_along_last_into, take_along_last_into, top_k_into};
 use ndarray::ArrayD;
 
 /// Resolves one possibly negative axis against `rank`.
@@ -110,6 +113,162 @@ pub fn reduce_min<'a, T: Numeric>(
     keep_dims: bool,
 ) -> Result<ArrayD<T>, Error> {
     reduce("reduce_min", x, axes, keep_dims, ReduceKind::Min)
+}
+
+/// The product over `axes` (integers wrap; f32 multiplies in f64 and rounds once; empty gives 1).
+pub fn reduce_prod<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    axes: Option<&[isize]>,
+    keep_dims: bool,
+) -> Result<ArrayD<T>, Error> {
+    reduce("reduce_prod", x, axes, keep_dims, ReduceKind::Prod)
+}
+
+/// Whether any element over `axes` is true (false when empty).
+pub fn reduce_any<'a>(
+    x: impl IntoView<'a, bool>,
+    axes: Option<&[isize]>,
+    keep_dims: bool,
+) -> Result<ArrayD<bool>, Error> {
+    let ones = x.into_view().mapv(i32::from);
+    Ok(reduce("reduce_any", &ones, axes, keep_dims, ReduceKind::Max)?.mapv(|v| v > 0))
+}
+
+/// Whether every element over `axes` is true (true when empty).
+pub fn reduce_all<'a>(
+    x: impl IntoView<'a, bool>,
+    axes: Option<&[isize]>,
+    keep_dims: bool,
+) -> Result<ArrayD<bool>, Error> {
+    let ones = x.into_view().mapv(i32::from);
+    Ok(reduce("reduce_all", &ones, axes, keep_dims, ReduceKind::Min)?.mapv(|v| v > 0))
+}
+
+/// The shared body of `cumsum` and `cumprod`.
+fn cumulative<'a, T: Numeric>(
+    kind: ScanKind,
+    x: impl IntoView<'a, T>,
+    axis: isize,
+    exclusive: bool,
+    reverse: bool,
+) -> Result<ArrayD<T>, Error> {
+    let op = kind.name();
+    let x = x.into_view();
+    let axis = resolve_axis(op, axis, x.ndim())?;
+    let sx = standard(&x);
+    let mut out = buffer::zeroed(op, x.len())?;
+    cumulative_into(
+        flat(&sx),
+        x.shape(),
+        axis,
+        kind,
+        exclusive,
+        reverse,
+        &mut out,
+    )?;
+    Ok(from_vec(x.shape(), out))
+}
+
+/// TensorFlow's `cumsum`: the running sums along `axis`; `exclusive` leaves each element out
+/// of its own sum (the first is 0), `reverse` sums from the end.
+pub fn cumsum<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    axis: isize,
+    exclusive: bool,
+    reverse: bool,
+) -> Result<ArrayD<T>, Error> {
+    cumulative(ScanKind::Sum, x, axis, exclusive, reverse)
+}
+
+/// TensorFlow's `cumprod`: the running products along `axis` (the first is 1 when `exclusive`).
+pub fn cumprod<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    axis: isize,
+    exclusive: bool,
+    reverse: bool,
+) -> Result<ArrayD<T>, Error> {
+    cumulative(ScanKind::Prod, x, axis, exclusive, reverse)
+}
+
+/// TensorFlow's `top_k`: the `k` largest elements of each row (the last axis) in order, and
+/// their indices (`i32`); equal values by lower index, NaN above everything. `k` above the
+/// last axis is an error.
+pub fn top_k<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: usize,
+) -> Result<(ArrayD<T>, ArrayD<i32>), Error> {
+    let x = x.into_view();
+    let indices = top_k_indices(x.view(), k)?;
+    let values = take_along_last_axis(x, indices.view())?;
+    Ok((values, indices))
+}
+
+/// The indices half of [`top_k`].
+pub fn top_k_indices<'a, T: Numeric>(
+    x: impl IntoView<'a, T>,
+    k: usize,
+) -> Result<ArrayD<i32>, Error> {
+    let op = "top_k";
+    let x = x.into_view();
+    let mut shape = x.shape().to_vec();
+    let Some(last) = shape.last_mut() else {
+        return Err(Error::invalid(op, "the input must have rank 1 or more"));
+    };
+    *last = k;
+    let sx = standard(&x);
+    let mut out = buffer::zeroed_for(op, &shape)?;
+    top_k_into(flat(&sx), x.shape(), k, &mut out)?;
+    Ok(from_vec(&shape, out))
+}
+
+/// `out[.., j] = x[.., indices[.., j]]` along the last axis (NumPy's `take_along_axis`):
+/// `top_k`'s values from its indices. `indices` has `x`'s shape but for the last axis.
+pub fn take_along_last_axis<'a, 'b, T: Numeric, I: IndexElement + crate::dtype::Element>(
+    x: impl IntoView<'a, T>,
+    indices: impl IntoView<'b, I>,
+) -> Result<ArrayD<T>, Error> {
+    let op = "take_along_axis";
+    let (x, ind) = (x.into_view(), indices.into_view());
+    let (xs, is) = (x.shape(), ind.shape());
+    if xs.is_empty() || xs.len() != is.len() || xs[..xs.len() - 1] != is[..is.len() - 1] {
+        return Err(Error::invalid(
+            op,
+            format!("indices {is:?} do not match the input {xs:?} but for the last axis"),
+        ));
+    }
+    let (sx, si) = (standard(&x), standard(&ind));
+    let mut out = buffer::zeroed_for(op, is)?;
+    take_along_last_into(flat(&sx), xs, flat(&si), &mut out)?;
+    Ok(from_vec(is, out))
+}
+
+/// The adjoint of [`take_along_last_axis`]: zeros of `shape` with `g[.., j]` added at
+/// `[.., indices[.., j]]` (`top_k`'s gradient).
+pub fn scatter_along_last_axis<'a, 'b, T: Numeric, I: IndexElement + crate::dtype::Element>(
+    g: impl IntoView<'a, T>,
+    indices: impl IntoView<'b, I>,
+    shape: &[usize],
+) -> Result<ArrayD<T>, Error> {
+    let op = "scatter_along_axis";
+    let (g, ind) = (g.into_view(), indices.into_view());
+    if g.shape() != ind.shape()
+        || shape.is_empty()
+        || g.ndim() != shape.len()
+        || g.shape()[..g.ndim() - 1] != shape[..shape.len() - 1]
+    {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "gradient {:?} and indices {:?} do not match the shape {shape:?} but for the last axis",
+                g.shape(),
+                ind.shape()
+            ),
+        ));
+    }
+    let (sg, si) = (standard(&g), standard(&ind));
+    let mut out = buffer::zeroed_for(op, shape)?;
+    scatter_along_last_into(flat(&sg), flat(&si), shape, &mut out)?;
+    Ok(from_vec(shape, out))
 }
 
 /// The L2 norm over all elements, as a rank-0 array.

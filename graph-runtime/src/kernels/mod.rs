@@ -12,6 +12,8 @@
 //! - [`reduce`], [`reduce_blocks`] (a reduction's partial sums recorded block by block) and
 //!   [`softmax`];
 //! - [`layout`] (transpose) and [`selection`] (slicing, concatenation, gather...);
+//! - [`scan`] (`cumsum`, `cumprod`) and [`top_k`] (with the gather and scatter along the last
+//!   axis it needs);
 //! - [`pool`]: max and average pooling, with [`padding`]'s `SAME` and `VALID`; [`pool_grad`]:
 //!   their gradients;
 //! - [`scatter`]: scatter-add along an axis (`gather`'s gradient).
@@ -25,6 +27,8 @@ pub mod pool;
 pub mod pool_grad;
 pub mod reduce;
 pub mod reduce_blocks;
+pub mod scan;
 pub mod scatter;
 pub mod selection;
 pub mod softmax;
+pub mod top_k;

@@ -1,4 +1,4 @@
-//! Reductions (`sum`, `mean`, `max`, `min`) over any set of axes, parallel, with vectorised inner loops.
+//! Reductions (`sum`, `mean`, `max`, `min`, `prod`) over any set of axes, parallel, with vectorised inner loops.
 //!
 //! The axes are first collapsed: size-1 axes are dropped and neighbouring axes of the same
 //! kind (kept or reduced) merged. What remains is usually `[outer, reduced, inner]`
@@ -12,12 +12,13 @@
 //! bit for bit: [`LANES`] independent lanes (8 for 8-byte types) over chunks, the lanes of
 //! every block of [`BLOCK_CHUNKS`] chunks folded in lane order into the accumulator, the
 //! elements after the last whole chunk folded one by one. f32 sums and means accumulate in
-//! f64 lanes and round once at the end, so `reduce_mean([3e38; 64])` is 3e38 and `reduce_sum` overflows only when the sum does; `norm`
+//! f64 lanes and round once at the end, so `reduce_mean([3e38; 64])` is 3e38 and `reduce_sum` overflows only when the sum does
+//! (f32 products too: `reduce_prod([1e30, 1e30, 1e-30])` is 1e30); `norm`
 //! of f32 squares in f64, so it neither overflows nor underflows. An all-axes reduction is
 //! cut into segments of [`SEGMENT`] elements whatever the thread count, and the segments'
 //! partial results are folded in order, so the result does not depend on the threads either.
 //! `Max`/`Min` propagate NaN. Empty reductions give `Sum` 0, `Mean` NaN (0 for integers),
-//! `Max` the lowest value and `Min` the highest. A sum starts from +0, so the sum of `[-0.0]`
+//! `Max` the lowest value, `Min` the highest and `Prod` 1. A sum starts from +0, so the sum of `[-0.0]`
 //! is +0 (as in TensorFlow).
 
 use crate::dtype::Numeric;
@@ -32,6 +33,7 @@ pub enum ReduceKind {
     Mean,
     Max,
     Min,
+    Prod,
 }
 
 /// Independent accumulators per slice, enough for one AVX-512 register of f32.
@@ -179,6 +181,18 @@ crate::multiversion! {
     }
 }
 crate::multiversion! {
+    /// The f32 product in f64.
+    pub fn prod_f32(x: &[f32]) -> f64 {
+        ordered!(x, LANES, f64, f64, 1.0, 1.0, |v| v as f64, |a, b| a * b, |t, w| t * w)
+    }
+}
+crate::multiversion! {
+    /// The f64 product.
+    pub fn prod_f64(x: &[f64]) -> f64 {
+        ordered!(x, LANES / 2, f64, f64, 1.0, 1.0, |v| v, |a, b| a * b, |t, w| t * w)
+    }
+}
+crate::multiversion! {
     pub fn max_f32(x: &[f32]) -> f32 {
         ordered!(x, LANES, f32, f32, f32::NEG_INFINITY, f32::NEG_INFINITY, |v| v, |a, b| Numeric::maximum(a, b), |t, w| Numeric::maximum(t, w))
     }
@@ -267,6 +281,7 @@ fn reduce_slice<T: Numeric>(kind: ReduceKind, x: &[T]) -> Acc<T> {
             ReduceKind::Sum | ReduceKind::Mean => sum_f32(s),
             ReduceKind::Max => to_acc(max_f32(s)),
             ReduceKind::Min => to_acc(min_f32(s)),
+            ReduceKind::Prod => prod_f32(s),
         });
     }
     if let Some(s) = same_type::<T, f64>(x) {
@@ -274,12 +289,15 @@ fn reduce_slice<T: Numeric>(kind: ReduceKind, x: &[T]) -> Acc<T> {
             ReduceKind::Sum | ReduceKind::Mean => sum_f64(s),
             ReduceKind::Max => max_f64(s),
             ReduceKind::Min => min_f64(s),
+            ReduceKind::Prod => prod_f64(s),
         });
     }
     Acc::Int(match kind {
         ReduceKind::Sum | ReduceKind::Mean => lanes_sum(x),
         ReduceKind::Max => lanes_extreme::<T, true>(x),
         ReduceKind::Min => lanes_extreme::<T, false>(x),
+        // Wrapping products are exact modulo 2^bits: any order gives the same result.
+        ReduceKind::Prod => x.iter().fold(T::ONE, |a, &v| a.mul(v)),
     })
 }
 
@@ -298,6 +316,7 @@ impl<T: Numeric> Acc<T> {
                 ReduceKind::Sum | ReduceKind::Mean => 0.0,
                 ReduceKind::Max => T::LOWEST.to_f64(),
                 ReduceKind::Min => T::HIGHEST.to_f64(),
+                ReduceKind::Prod => 1.0,
             })
         } else {
             Acc::Int(identity(kind))
@@ -343,6 +362,7 @@ fn identity<T: Numeric>(kind: ReduceKind) -> T {
         ReduceKind::Sum | ReduceKind::Mean => T::ZERO,
         ReduceKind::Max => T::LOWEST,
         ReduceKind::Min => T::HIGHEST,
+        ReduceKind::Prod => T::ONE,
     }
 }
 
@@ -353,6 +373,7 @@ fn combine<T: Numeric>(kind: ReduceKind, acc: T, v: T) -> T {
         ReduceKind::Sum | ReduceKind::Mean => acc.add(v),
         ReduceKind::Max => acc.maximum(v),
         ReduceKind::Min => acc.minimum(v),
+        ReduceKind::Prod => acc.mul(v),
     }
 }
 

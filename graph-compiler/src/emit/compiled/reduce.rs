@@ -42,6 +42,7 @@ impl<'a> Emitter<'a> {
                 ReduceKind::Mean => quote!(Mean),
                 ReduceKind::Max => quote!(Max),
                 ReduceKind::Min => quote!(Min),
+                ReduceKind::Prod => quote!(Prod),
             };
             let shape = shape_expr(&in_shape);
             if rnode.shape.is_empty() {
@@ -214,6 +215,11 @@ impl<'a> Emitter<'a> {
                 quote!(<#et as ::grafo::__private::Numeric>::HIGHEST),
                 Box::new(|a, b| quote!(::grafo::__private::Numeric::minimum(#a, #b))),
             ),
+            ReduceKind::Prod if dt.is_float() => (quote!(1.0), Box::new(|a, b| quote!(#a * #b))),
+            ReduceKind::Prod => (
+                quote!(1),
+                Box::new(|a, b| quote!(::grafo::__private::Numeric::mul(#a, #b))),
+            ),
         };
         let acc_t = if matches!(kind, ReduceKind::Max | ReduceKind::Min) {
             et.clone()
@@ -263,6 +269,8 @@ impl<'a> Emitter<'a> {
         let lane_init = match kind {
             ReduceKind::Sum | ReduceKind::Mean if dt.is_float() => quote!(0.0),
             ReduceKind::Sum | ReduceKind::Mean => quote!(0),
+            ReduceKind::Prod if dt.is_float() => quote!(1.0),
+            ReduceKind::Prod => quote!(1),
             _ => init.clone(),
         };
         let lane_step = combine(quote!(__acc[__j]), quote!(__val));

@@ -111,6 +111,30 @@ impl Emitter<'_> {
                 let vals = values.iter().map(|&x| literal(x, n.dtype));
                 quote!(#sel::values_into(&[#(#vals),*], #out);)
             }
+            SelOp::Cumulative {
+                axis,
+                exclusive,
+                reverse,
+                prod,
+            } => {
+                let scan = quote!(::grafo::__private::kernels::scan);
+                let kind = if *prod { quote!(Prod) } else { quote!(Sum) };
+                let (x, sh) = (input(0), in_shape(0));
+                quote!(#scan::cumulative_into(#x, &#sh, #axis, #scan::ScanKind::#kind, #exclusive, #reverse, #out)?;)
+            }
+            SelOp::TopK { k } => {
+                let k = *k as usize;
+                let (x, sh) = (input(0), in_shape(0));
+                quote!(::grafo::__private::kernels::top_k::top_k_into(#x, &#sh, #k, #out)?;)
+            }
+            SelOp::TakeAlongLast => {
+                let (x, sh, ind) = (input(0), in_shape(0), input(1));
+                quote!(::grafo::__private::kernels::top_k::take_along_last_into(#x, &#sh, #ind, #out)?;)
+            }
+            SelOp::ScatterAlongLast => {
+                let (g, ind, sh) = (input(0), input(1), shape_expr(&n.shape));
+                quote!(::grafo::__private::kernels::top_k::scatter_along_last_into(#g, #ind, &#sh, #out)?;)
+            }
         }
     }
 

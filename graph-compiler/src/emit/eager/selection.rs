@@ -82,5 +82,33 @@ pub fn value(n: &Node, ins: &[Ident]) -> TokenStream {
             let sh = shape_expr(&n.shape);
             quote!(#ev::constant_array::<#et>(&#sh, &[#(#vals),*])?)
         }
+        SelOp::Cumulative {
+            axis,
+            exclusive,
+            reverse,
+            prod,
+        } => {
+            let x = view(0);
+            let axis = *axis as isize;
+            let f = if *prod {
+                quote!(cumprod)
+            } else {
+                quote!(cumsum)
+            };
+            quote!(#ev::#f(#x, #axis, #exclusive, #reverse)?)
+        }
+        SelOp::TopK { k } => {
+            let (x, k) = (view(0), *k as usize);
+            quote!(#ev::top_k_indices(#x, #k)?)
+        }
+        SelOp::TakeAlongLast => {
+            let (x, ind) = (view(0), view(1));
+            quote!(#ev::take_along_last_axis(#x, #ind)?)
+        }
+        SelOp::ScatterAlongLast => {
+            let (g, ind) = (view(0), view(1));
+            let sh = shape_expr(&n.shape);
+            quote!(#ev::scatter_along_last_axis(#g, #ind, &#sh)?)
+        }
     }
 }

@@ -76,7 +76,7 @@ impl Lowerer<'_> {
                 keep_dims: _,
             } => {
                 if wants(0) {
-                    let c = self.reduce_rule(sweep, *kind, axes, id, inputs[0], g);
+                    let c = self.reduce_rule(sweep, *kind, axes, id, inputs[0], g)?;
                     out.push((inputs[0], c));
                 }
             }
@@ -165,6 +165,15 @@ impl Lowerer<'_> {
                     };
                     out.push((inputs[0], c));
                 }
+            }
+            Op::Sel(
+                sel @ (SelOp::Cumulative { .. }
+                | SelOp::TopK { .. }
+                | SelOp::TakeAlongLast
+                | SelOp::ScatterAlongLast),
+            ) => {
+                let sel = sel.clone();
+                self.scan_rule(sweep, &sel, &node, id, g, &wants, &mut out)?;
             }
             Op::Sel(sel) => {
                 let sel = sel.clone();
@@ -495,10 +504,10 @@ impl Lowerer<'_> {
         y: NodeId,
         x: NodeId,
         g: NodeId,
-    ) -> NodeId {
+    ) -> Result<NodeId, String> {
         let span = sweep.span;
         let xn = self.graph.node(x).clone();
-        match kind {
+        Ok(match kind {
             ReduceKind::Sum => self.broadcast_back(g, axes, &xn.shape, span),
             ReduceKind::Mean => {
                 let n = self.count_over(&xn.shape, axes, xn.dtype, span);
@@ -529,7 +538,15 @@ impl Lowerer<'_> {
                 let share = self.bin(BinaryOp::Div, gk, count, span);
                 self.bin(BinaryOp::Mul, ind, share, span)
             }
-        }
+            ReduceKind::Prod => {
+                // TF's rule: g times the product of the other reduced elements, from
+                // exclusive cumulative products both ways (right where an element is 0).
+                let gk = self.broadcast_back(g, axes, &xn.shape, span);
+                let xv = self.forward_value(sweep, x);
+                let others = self.product_of_others(xv, axes, span)?;
+                self.bin(BinaryOp::Mul, gk, others, span)
+            }
+        })
     }
 
     /// Slicing, concatenation, tiling and padding: the adjoint is scattered (padded) or
@@ -698,8 +715,149 @@ impl Lowerer<'_> {
             | SelOp::ArgReduce { .. }
             | SelOp::Range { .. }
             | SelOp::Values { .. } => {}
+            SelOp::Cumulative { .. }
+            | SelOp::TopK { .. }
+            | SelOp::TakeAlongLast
+            | SelOp::ScatterAlongLast => unreachable!("`scan_rule` differentiates them"),
         }
         Ok(())
+    }
+}
+
+impl Lowerer<'_> {
+    /// The running totals and `top_k`: `cumsum`'s adjoint is the reverse `cumsum` of `g`;
+    /// `cumprod`'s is TF's (`cumsum(y * g)` reversed, over `x`, 0 where `x` is 0); `top_k`'s
+    /// values (a gather along the last axis) scatter `g` back to the indices, and that
+    /// scatter's adjoint gathers again (the indices carry none).
+    #[allow(clippy::too_many_arguments)]
+    fn scan_rule(
+        &mut self,
+        sweep: &mut Sweep,
+        sel: &SelOp,
+        node: &Node,
+        y: NodeId,
+        g: NodeId,
+        wants: &dyn Fn(usize) -> bool,
+        out: &mut Contributions,
+    ) -> Result<(), String> {
+        let span = sweep.span;
+        let inputs = &node.inputs;
+        if !wants(0) {
+            return Ok(());
+        }
+        let c = match *sel {
+            SelOp::Cumulative {
+                axis,
+                exclusive,
+                reverse,
+                prod: false,
+            } => self.cumulative(g, axis, exclusive, !reverse, false, span),
+            SelOp::Cumulative {
+                axis,
+                exclusive,
+                reverse,
+                prod: true,
+            } => {
+                let x = self.forward_value(sweep, inputs[0]);
+                let yv = self.forward_value(sweep, y);
+                let yg = self.bin(BinaryOp::Mul, yv, g, span);
+                let s = self.cumulative(yg, axis, exclusive, !reverse, false, span);
+                // TF's `div_no_nan`.
+                let q = self.bin(BinaryOp::Div, s, x, span);
+                let zero = self.cmp_c(CmpOp::Eq, x, 0.0, span);
+                self.mask(zero, q, false, span)
+            }
+            SelOp::TakeAlongLast => {
+                let ind = self.forward_value(sweep, inputs[1]);
+                let shape = self.graph.node(inputs[0]).shape.clone();
+                let dt = self.graph.node(g).dtype;
+                self.sel(SelOp::ScatterAlongLast, vec![g, ind], dt, shape, span)
+            }
+            SelOp::ScatterAlongLast => {
+                let ind = self.forward_value(sweep, inputs[1]);
+                let shape = self.graph.node(ind).shape.clone();
+                let dt = self.graph.node(g).dtype;
+                self.sel(SelOp::TakeAlongLast, vec![g, ind], dt, shape, span)
+            }
+            _ => return Ok(()),
+        };
+        out.push((inputs[0], c));
+        Ok(())
+    }
+
+    /// `cumsum(x, axis, exclusive, reverse)`, or `cumprod` when `prod`.
+    pub(in crate::lower) fn cumulative(
+        &mut self,
+        x: NodeId,
+        axis: usize,
+        exclusive: bool,
+        reverse: bool,
+        prod: bool,
+        span: Span,
+    ) -> NodeId {
+        let n = self.graph.node(x).clone();
+        let op = SelOp::Cumulative {
+            axis,
+            exclusive,
+            reverse,
+            prod,
+        };
+        self.sel(op, vec![x], n.dtype, n.shape, span)
+    }
+
+    /// For each element of `x`, the product of the other elements of its reduction over `axes`
+    /// (TF's `_ProdGrad`): the reduced axes moved first and flattened, then the product of
+    /// exclusive cumulative products from both ends, moved back.
+    fn product_of_others(
+        &mut self,
+        x: NodeId,
+        axes: &[usize],
+        span: Span,
+    ) -> Result<NodeId, String> {
+        let xn = self.graph.node(x).clone();
+        if let [axis] = *axes {
+            let left = self.cumulative(x, axis, true, false, true, span);
+            let right = self.cumulative(x, axis, true, true, true, span);
+            return Ok(self.bin(BinaryOp::Mul, left, right, span));
+        }
+        let rank = xn.shape.len();
+        let mut perm = axes.to_vec();
+        perm.extend((0..rank).filter(|a| !axes.contains(a)));
+        let identity = perm.iter().enumerate().all(|(i, &p)| i == p);
+        let moved = if identity {
+            x
+        } else {
+            self.transpose_by(x, perm.clone(), span)
+        };
+        let moved_shape = self.graph.node(moved).shape.clone();
+        let product = |dims: &[Dim]| {
+            dims.iter()
+                .try_fold(Dim::Const(1), |acc, d| acc.times(d))
+                .ok_or_else(|| {
+                    format!(
+                        "`gradients` cannot differentiate `reduce_prod` (line {}): its input {} has more elements than fit in 64 bits",
+                        xn.line,
+                        shape_str(&xn.shape)
+                    )
+                })
+        };
+        let flat = vec![
+            product(&moved_shape[..axes.len()])?,
+            product(&moved_shape[axes.len()..])?,
+        ];
+        let rows = self.reshape_to(moved, flat, span);
+        let left = self.cumulative(rows, 0, true, false, true, span);
+        let right = self.cumulative(rows, 0, true, true, true, span);
+        let others = self.bin(BinaryOp::Mul, left, right, span);
+        let others = self.reshape_to(others, moved_shape, span);
+        if identity {
+            return Ok(others);
+        }
+        let mut inverse = vec![0; rank];
+        for (i, &p) in perm.iter().enumerate() {
+            inverse[p] = i;
+        }
+        Ok(self.transpose_by(others, inverse, span))
     }
 }
 

@@ -177,6 +177,18 @@ pub fn attrs(op: &SelOp) -> Vec<(String, String)> {
             ("delta".into(), delta.to_string()),
         ],
         SelOp::Values { values } => vec![("value".into(), values_text(values))],
+        SelOp::Cumulative {
+            axis,
+            exclusive,
+            reverse,
+            ..
+        } => vec![
+            ("axis".into(), axis.to_string()),
+            ("exclusive".into(), exclusive.to_string()),
+            ("reverse".into(), reverse.to_string()),
+        ],
+        SelOp::TopK { k } => vec![("k".into(), k.to_string())],
+        SelOp::TakeAlongLast | SelOp::ScatterAlongLast => vec![],
     }
 }
 
