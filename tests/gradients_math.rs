@@ -217,3 +217,25 @@ fn top_k_rule_scatters_to_the_indices() {
     };
     check("top_k", &inputs, &[0], &run, 1e-6);
 }
+
+#[graph]
+fn band_grads(
+    x: Tensor<f64, 2, 4, 5>,
+    w: Tensor<f64, 4, 5>,
+) -> (Tensor<f64>, Tensor<f64, 2, 4, 5>) {
+    let l = reduce_sum(w * band_part(x, -1, 0))
+        + reduce_sum(square(band_part(x * w, 1, 2)))
+        + reduce_sum(band_part(x, 0, 0) * 3.0);
+    (l, gradients(l, x))
+}
+
+#[test]
+fn band_part_masks_the_gradient() {
+    let inputs = vec![array(&[2, 4, 5], 71), array(&[4, 5], 72)];
+    let run = |v: &[ArrayD<f64>], eager: bool| {
+        let f = if eager { band_grads::eager } else { band_grads };
+        let (l, g) = f(&d::<Ix3>(&v[0]), &d::<Ix2>(&v[1])).unwrap();
+        vec![l.into_dyn(), g.into_dyn()]
+    };
+    check("band_part", &inputs, &[0], &run, 1e-6);
+}

@@ -84,6 +84,7 @@ impl Lowerer<'_> {
             Lowering::MatMul => Value::Tensor(self.lower_matmul(&call)),
             Lowering::Transpose => Value::Tensor(self.lower_transpose(&call)),
             Lowering::Reshape => Value::Tensor(self.lower_reshape(&call)),
+            Lowering::BandPart => Value::Tensor(self.lower_band_part(&call)),
             Lowering::Conv2d { depthwise } => Value::Tensor(self.conv_general(depthwise, &call)),
             Lowering::BiasAdd => Value::Tensor(self.lower_bias_add(&call)),
             Lowering::Pool(kind) => Value::Tensor(self.pool_call(kind, &call)),

@@ -1,4 +1,4 @@
-//! Lowering of linear algebra and shapes: `matmul`, `transpose` and `reshape`.
+//! Lowering of linear algebra and shapes: `matmul`, `transpose`, `reshape` and `band_part`.
 
 use super::{Call, Lowerer};
 use crate::infer;
@@ -49,5 +49,73 @@ impl Lowerer<'_> {
         let n = self.graph.node(x).clone();
         let r = infer::reshape(&n.shape, &target).map(|s| (n.dtype, s));
         self.typed(Op::Reshape, vec![x], r, call.span)
+    }
+}
+
+impl Lowerer<'_> {
+    /// `band_part(x, num_lower, num_upper)` (TF's `tf.linalg.band_part`) as a composite: `x`
+    /// where `(num_lower < 0 || i - j <= num_lower) && (num_upper < 0 || j - i <= num_upper)`
+    /// for row `i` and column `j` of its last two axes, else 0; the row and column indices
+    /// are `range`s, so the mask and the `select` fuse into one loop and `gradients` masks `g`
+    /// through the `select`'s rule.
+    pub(super) fn lower_band_part(&mut self, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        let x = self.operand(args[0]);
+        let x = self.concrete(x);
+        let n = self.graph.node(x).clone();
+        // The row's kind checks accepted integer literals.
+        let lower = self.literal_int(args[1]).unwrap_or(-1);
+        let upper = self.literal_int(args[2]).unwrap_or(-1);
+        if n.poisoned {
+            return self.poisoned(span);
+        }
+        let rank = n.shape.len();
+        if rank < 2 {
+            let msg = format!(
+                "`band_part` needs a matrix or a batch of matrices (rank 2 or more), found {}",
+                type_str(n.dtype, &n.shape)
+            );
+            self.diag.error(args[0].span(), msg);
+            return self.poisoned(span);
+        }
+        if lower < 0 && upper < 0 {
+            return x;
+        }
+        let (rows, cols) = (n.shape[rank - 2].clone(), n.shape[rank - 1].clone());
+        let index = |this: &mut Self, d: Dim, shape: Shape| {
+            let op = SelOp::Range {
+                start: Scalar::Int(0),
+                delta: Scalar::Int(1),
+            };
+            let r = this.sel(op, vec![], DType::I64, vec![d], span);
+            this.reshape_to(r, shape, span)
+        };
+        let i = index(self, rows.clone(), vec![rows, Dim::Const(1)]);
+        let j = index(self, cols.clone(), vec![Dim::Const(1), cols]);
+        // i - j: how far below the diagonal.
+        let below = self.bin(BinaryOp::Sub, i, j, span);
+        let mut keep = None;
+        if lower >= 0 {
+            keep = Some(self.cmp_c(CmpOp::Le, below, lower as f64, span));
+        }
+        if upper >= 0 {
+            let above = self.cmp_c(CmpOp::Ge, below, -(upper as f64), span);
+            keep = Some(match keep {
+                Some(k) => self.bin(BinaryOp::LogicalAnd, k, above, span),
+                None => above,
+            });
+        }
+        let keep = keep.expect("one bound is non-negative");
+        let zero = self.push(
+            Op::Const {
+                value: Scalar::Int(0).convert(n.dtype),
+                weak: false,
+            },
+            vec![],
+            n.dtype,
+            vec![],
+            span,
+        );
+        self.select3(keep, x, zero, span)
     }
 }

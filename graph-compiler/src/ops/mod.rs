@@ -238,6 +238,7 @@ pub enum Lowering {
     MatMul,
     Transpose,
     Reshape,
+    BandPart,
     Conv2d { depthwise: bool },
     BiasAdd,
     Pool(PoolKind),

@@ -627,6 +627,25 @@ pub const OPS: &[OpRow] = &[
         grad: "the gradient reshaped back",
         example: "let heads = reshape(x, [B * 4, 64, 16]);",
     },
+    OpRow {
+        name: "band_part",
+        family: Family::Linalg,
+        args: &[
+            req("x", Kind::Tensor).note("a matrix or a batch of matrices (the last two axes)"),
+            req("num_lower", Kind::Int).note("an integer literal or `const`: the diagonals kept below the main one, all if negative"),
+            req("num_upper", Kind::Int).note("an integer literal or `const`: the diagonals kept above the main one, all if negative"),
+        ],
+        type_param: TypeParam::None,
+        alias: None,
+        lowering: Lowering::BandPart,
+        eager: Eager::Composite,
+        dtypes: ANY,
+        shape: SAME_SHAPE,
+        doc: "x where `(num_lower < 0 || i - j <= num_lower) && (num_upper < 0 || j - i <= num_upper)` for row `i`, column `j` of the last two axes, else 0 (false for bool): `band_part(x, -1, 0)` is the lower triangle (`tril`, a causal mask), `band_part(x, 0, -1)` the upper, `band_part(x, 0, 0)` the diagonal. A composite of `range`, comparisons and `select`, fused into one loop.",
+        tf: "tf.linalg.band_part",
+        grad: "`g` masked the same way (through its `select`)",
+        example: "let causal = band_part(ones([T, T]), -1, 0);",
+    },
     // Neural networks.
     OpRow {
         name: "conv2d",

@@ -54,7 +54,7 @@ fn rows_are_consistent() {
             | Lowering::Cumsum
             | Lowering::TopK
             | Lowering::Norm => r.family == Family::Reduce,
-            Lowering::MatMul | Lowering::Transpose | Lowering::Reshape => {
+            Lowering::MatMul | Lowering::Transpose | Lowering::Reshape | Lowering::BandPart => {
                 r.family == Family::Linalg
             }
             _ => matches!(r.family, Family::Elementwise | Family::Nn),
