@@ -113,11 +113,21 @@ fn unary_grads(x: Tensor<f64, N>) -> (Tensor<f64>, Tensor<f64, N>) {
 fn elementwise_rules_match_finite_differences() {
     for (n, seed) in [(1, 1), (7, 2), (64, 3)] {
         let run = |v: &[ArrayD<f64>], eager: bool| {
-            let f = if eager { unary_grads::eager } else { unary_grads };
+            let f = if eager {
+                unary_grads::eager
+            } else {
+                unary_grads
+            };
             let (l, g) = f(&d::<Ix1>(&v[0])).unwrap();
             vec![l.into_dyn(), g.into_dyn()]
         };
-        check(&format!("unary ops, n = {n}"), &[array(&[n], seed)], &[0], &run, 1e-6);
+        check(
+            &format!("unary ops, n = {n}"),
+            &[array(&[n], seed)],
+            &[0],
+            &run,
+            1e-6,
+        );
     }
 }
 
@@ -136,7 +146,7 @@ fn step_ops_pass_no_gradient() {
     assert!(bits_equal(&g.into_dyn(), &ge.into_dyn()));
 }
 
-use grafo::ndarray::{Ix2, Ix3};
+use grafo::ndarray::{Ix2, Ix3, Ix4};
 
 #[graph]
 fn prod_grads(
@@ -216,6 +226,85 @@ fn top_k_rule_scatters_to_the_indices() {
         vec![l.into_dyn(), g.into_dyn()]
     };
     check("top_k", &inputs, &[0], &run, 1e-6);
+}
+
+#[graph]
+fn resize_grads(
+    x: Tensor<f64, 2, 3, 4, 2>,
+    w: Tensor<f64, 2, 5, 7, 2>,
+    v: Tensor<f64, 2, 2, 3, 2>,
+) -> (Tensor<f64>, Tensor<f64, 2, 3, 4, 2>) {
+    let l = reduce_sum(w * resize(x, [5, 7], BILINEAR))
+        + reduce_sum(v * resize(x * x, [2, 3], BILINEAR))
+        + reduce_sum(w * resize(x, [5, 7], NEAREST) * 0.7)
+        + reduce_sum(v * square(resize(x, [2, 3], NEAREST)));
+    (l, gradients(l, x))
+}
+
+#[test]
+fn resize_rules_are_the_adjoints_of_the_interpolation() {
+    let inputs = vec![
+        array(&[2, 3, 4, 2], 51),
+        array(&[2, 5, 7, 2], 52),
+        array(&[2, 2, 3, 2], 53),
+    ];
+    let run = |v: &[ArrayD<f64>], eager: bool| {
+        let f = if eager {
+            resize_grads::eager
+        } else {
+            resize_grads
+        };
+        let (l, g) = f(&d::<Ix4>(&v[0]), &d::<Ix4>(&v[1]), &d::<Ix4>(&v[2])).unwrap();
+        vec![l.into_dyn(), g.into_dyn()]
+    };
+    check("resize", &inputs, &[0], &run, 1e-6);
+}
+
+/// The rules of the backward ops themselves (`cumprod`, the scatter of `top_k`, `resize`'s
+/// adjoint): the gradient of a gradient.
+#[graph]
+fn second_order(
+    x: Tensor<f64, 3, 4>,
+    w: Tensor<f64, 3, 4>,
+    im: Tensor<f64, 1, 2, 3, 1>,
+    u: Tensor<f64, 1, 2, 3, 1>,
+) -> (Tensor<f64>, Tensor<f64, 3, 4>, Tensor<f64, 1, 2, 3, 1>) {
+    let (best, _) = top_k(x, 2);
+    let g = gradients(
+        reduce_sum(reduce_prod(x, 1)) + reduce_sum(best * x[s![.., 0..2]]),
+        x,
+    );
+    let gi = gradients(reduce_sum(square(resize(im, [3, 5], BILINEAR))), im);
+    let l = reduce_sum(w * g) + reduce_sum(u * gi);
+    let (gx, gim) = gradients(l, (x, im));
+    (l, gx, gim)
+}
+
+#[test]
+fn the_backward_ops_differentiate_again() {
+    // No zeros: TF's `cumprod` rule divides by x.
+    let inputs = vec![
+        array(&[3, 4], 61).mapv(|v| v + 1.5),
+        array(&[3, 4], 62),
+        array(&[1, 2, 3, 1], 63),
+        array(&[1, 2, 3, 1], 64),
+    ];
+    let run = |v: &[ArrayD<f64>], eager: bool| {
+        let f = if eager {
+            second_order::eager
+        } else {
+            second_order
+        };
+        let (l, gx, gim) = f(
+            &d::<Ix2>(&v[0]),
+            &d::<Ix2>(&v[1]),
+            &d::<Ix4>(&v[2]),
+            &d::<Ix4>(&v[3]),
+        )
+        .unwrap();
+        vec![l.into_dyn(), gx.into_dyn(), gim.into_dyn()]
+    };
+    check("second order", &inputs, &[0, 2], &run, 1e-5);
 }
 
 #[graph]

@@ -4,7 +4,9 @@
 //! arms are resolved with the operands' types at hand. Each rule returns the node's dtype
 //! and shape, or a message naming the op, both shapes (symbols kept) and the axis.
 
-use crate::ir::{shape_str, type_str, DType, Dim, Monomial, OperandKind, Padding, PoolKind, Shape};
+use crate::ir::{
+    shape_str, type_str, DType, Dim, Monomial, OperandKind, Padding, PoolKind, ResizeMethod, Shape,
+};
 
 pub type Inferred = Result<(DType, Shape), String>;
 
@@ -530,4 +532,37 @@ pub fn transpose(x: &[Dim], perm: &[usize]) -> Result<Shape, String> {
         ));
     }
     Ok(perm.iter().map(|&p| x[p].clone()).collect())
+}
+
+/// `resize(x, [h, w], method)`: NHWC (or HWC) images of numbers to `[N, h, w, C]`; `NEAREST`
+/// keeps the dtype, `BILINEAR` gives f32 (f64 for f64 images). Static sizes must be positive.
+pub fn resize(x: (DType, &[Dim]), size: &[Dim], method: ResizeMethod) -> Inferred {
+    let (dt, sx) = x;
+    if dt == DType::Bool {
+        return Err(format!(
+            "`resize` needs numbers, found {}",
+            type_str(dt, sx)
+        ));
+    }
+    let r = sx.len();
+    if r != 3 && r != 4 {
+        return Err(format!(
+            "`resize` images must be rank 4 (NHWC) or 3 (HWC), found {}",
+            type_str(dt, sx)
+        ));
+    }
+    if sx[r - 3] == Dim::Const(0) || sx[r - 2] == Dim::Const(0) {
+        return Err(format!(
+            "`resize` images must have a positive height and width, found {}",
+            type_str(dt, sx)
+        ));
+    }
+    let mut shape = sx.to_vec();
+    shape[r - 3] = size[0].clone();
+    shape[r - 2] = size[1].clone();
+    let out = match (method, dt) {
+        (ResizeMethod::Nearest, _) | (ResizeMethod::Bilinear, DType::F64) => dt,
+        (ResizeMethod::Bilinear, _) => DType::F32,
+    };
+    Ok((out, shape))
 }

@@ -270,6 +270,23 @@ pub enum Padding {
     Valid,
 }
 
+/// How `resize` samples (TF's `ResizeMethod`): `NEAREST` or `BILINEAR`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResizeMethod {
+    Nearest,
+    Bilinear,
+}
+
+impl ResizeMethod {
+    /// The method as the language writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResizeMethod::Nearest => "NEAREST",
+            ResizeMethod::Bilinear => "BILINEAR",
+        }
+    }
+}
+
 /// The reduction of a pooling window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PoolKind {
@@ -534,6 +551,14 @@ pub enum SelOp {
     /// Inputs: `g` and the indices of a [`SelOp::TakeAlongLast`]; zeros of the node's shape
     /// with `g` added at the indices (the adjoint of `TakeAlongLast`).
     ScatterAlongLast,
+    /// `resize` of NHWC (or HWC) images to the node's height and width (TF 2's `tf.image.resize`).
+    Resize {
+        method: ResizeMethod,
+    },
+    /// The adjoint of a `Resize`: input the gradient of its result, output the images' shape.
+    ResizeGrad {
+        method: ResizeMethod,
+    },
 }
 
 impl SelOp {
@@ -553,6 +578,8 @@ impl SelOp {
             SelOp::TopK { .. } => "top_k",
             SelOp::TakeAlongLast => "take_along_axis",
             SelOp::ScatterAlongLast => "scatter_along_axis",
+            SelOp::Resize { .. } => "resize",
+            SelOp::ResizeGrad { .. } => "resize_grad",
         }
     }
 }

@@ -81,6 +81,22 @@ pub(super) fn padding_of(e: &Expr) -> Option<Padding> {
     }
 }
 
+/// `resize`'s method: `NEAREST` or `BILINEAR` (or the same as a string, as padding modes).
+pub(super) fn resize_method_of(e: &Expr) -> Option<ResizeMethod> {
+    let name = match unwrapped(e) {
+        Expr::Path(p) => p.path.get_ident()?.to_string(),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) => s.value(),
+        _ => return None,
+    };
+    match name.as_str() {
+        "NEAREST" => Some(ResizeMethod::Nearest),
+        "BILINEAR" => Some(ResizeMethod::Bilinear),
+        _ => None,
+    }
+}
+
 impl Lowerer<'_> {
     /// One dim of a shape list other than a plain literal: a symbol of the signature (`B`),
     /// or a product of symbols and non-negative literals (`B * 4`, `(B * H) * 64`).

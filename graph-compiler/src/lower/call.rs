@@ -1,6 +1,6 @@
 //! Calls: the dispatch of a call through its row of the op table, which checks the arguments (count, kinds, turbofish) before the family's lowering runs.
 
-use super::args::padding_of;
+use super::args::{padding_of, resize_method_of};
 use super::context::Value;
 use super::expr::unwrapped;
 use super::{Lowerer, Span};
@@ -88,6 +88,7 @@ impl Lowerer<'_> {
             Lowering::Conv2d { depthwise } => Value::Tensor(self.conv_general(depthwise, &call)),
             Lowering::BiasAdd => Value::Tensor(self.lower_bias_add(&call)),
             Lowering::Pool(kind) => Value::Tensor(self.pool_call(kind, &call)),
+            Lowering::Resize => Value::Tensor(self.lower_resize(&call)),
             Lowering::Softmax { log } => Value::Tensor(self.lower_softmax(log, &call)),
             Lowering::Selection(sel) => self.selection_call(sel, &call),
             Lowering::Gradients => self.lower_gradients(&call),
@@ -169,6 +170,7 @@ impl Lowerer<'_> {
             Kind::Axes | Kind::Window | Kind::Count => list || self.literal_int(e).is_some(),
             Kind::Bool => self.host_literal_bool(e).is_some(),
             Kind::Padding => padding_of(e).is_some(),
+            Kind::ResizeMethod => resize_method_of(e).is_some(),
             Kind::Message => matches!(
                 e,
                 Expr::Lit(syn::ExprLit {

@@ -1,10 +1,12 @@
 //! Lowering of the neural-network ops: the pooling ops, `max_pool2d(x, ksize, strides, padding)`
 //! and `avg_pool2d(...)`, `conv2d(x, k, stride, padding [, dilations])`,
-//! `depthwise_conv2d(x, k, stride, padding [, dilations])`, `bias_add` and the softmaxes,
+//! `depthwise_conv2d(x, k, stride, padding [, dilations])`, `bias_add`, the softmaxes and
+//! `resize(x, [h, w], method)`,
 //! with TensorFlow's argument forms:
 //! a window, stride or dilation is an integer (`2`), a list `[rows, columns]`, or TF's
 //! 4-list `[1, rows, columns, 1]`.
 
+use super::args::resize_method_of;
 use super::{padding_of, Call, Lowerer};
 use crate::infer;
 use crate::ir::*;
@@ -153,5 +155,41 @@ impl Lowerer<'_> {
         let make = |axis| Op::Softmax { axis, log };
         let error_span = args.get(1).map_or(span, |a| a.span());
         self.typed_with(vec![x], r, make, error_span, span)
+    }
+}
+
+impl Lowerer<'_> {
+    /// `resize(x, [h, w], method)`: TF 2's `tf.image.resize` of NHWC (or HWC) images, the
+    /// size a shape list (literals, symbols, products such as `H * 2`), positive.
+    pub(super) fn lower_resize(&mut self, call: &Call) -> NodeId {
+        let (args, span) = (call.args, call.span);
+        let x = self.operand(args[0]);
+        let x = self.concrete(x);
+        // The row's kind check accepted only `NEAREST` or `BILINEAR`.
+        let method = resize_method_of(args[2]);
+        let size = self.dim_list(args[1], false);
+        let (Some(method), Some(size)) = (method, size) else {
+            return self.poisoned(span);
+        };
+        let size: Vec<Dim> = size.into_iter().flatten().collect();
+        if size.len() != 2 || size.contains(&Dim::Const(0)) {
+            let msg = format!(
+                "`resize`'s `size` must be `[height, width]`, both positive, found {}",
+                shape_str(&size)
+            );
+            self.diag.error(args[1].span(), msg);
+            return self.poisoned(span);
+        }
+        let n = self.graph.node(x).clone();
+        if n.poisoned {
+            return self.poisoned(span);
+        }
+        match infer::resize((n.dtype, &n.shape), &size, method) {
+            Ok((dt, shape)) => self.sel(SelOp::Resize { method }, vec![x], dt, shape, span),
+            Err(msg) => {
+                self.diag.error(args[0].span(), msg);
+                self.poisoned(span)
+            }
+        }
     }
 }

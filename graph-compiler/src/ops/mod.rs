@@ -153,6 +153,8 @@ pub enum Kind {
     Bool,
     /// `SAME` or `VALID`.
     Padding,
+    /// `NEAREST` or `BILINEAR` (`resize`).
+    ResizeMethod,
     /// A string literal.
     Message,
     /// A tensor or a tuple of tensors `(a, b, ...)` (what `gradients` differentiates with respect to).
@@ -180,6 +182,7 @@ impl Kind {
             Kind::Number => "a number",
             Kind::Bool => "the literal `true` or `false`",
             Kind::Padding => "`SAME` or `VALID`",
+            Kind::ResizeMethod => "`NEAREST` or `BILINEAR` (TF's `ResizeMethod`s without antialiasing; the others are not supported)",
             Kind::Message => "a string literal",
             Kind::Wrt => "a tensor or a tuple of tensors `(a, b, ...)`",
             Kind::Mask => {
@@ -242,6 +245,7 @@ pub enum Lowering {
     Conv2d { depthwise: bool },
     BiasAdd,
     Pool(PoolKind),
+    Resize,
     Softmax { log: bool },
     BatchNormalization,
     LayerNorm,

@@ -11,12 +11,14 @@
 use ndarray::{ArrayBase, ArrayD, ArrayView, ArrayViewD, CowArray, Data, Dimension, IxDyn};
 
 mod elementwise;
+mod image;
 mod linalg;
 mod nn;
 mod reduce;
 mod selection;
 
 pub use elementwise::*;
+pub use image::*;
 pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;

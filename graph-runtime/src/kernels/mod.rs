@@ -13,7 +13,7 @@
 //!   [`softmax`];
 //! - [`layout`] (transpose) and [`selection`] (slicing, concatenation, gather...);
 //! - [`scan`] (`cumsum`, `cumprod`) and [`top_k`] (with the gather and scatter along the last
-//!   axis it needs);
+//!   axis it needs); [`resize`]: `tf.image.resize` and its gradients;
 //! - [`pool`]: max and average pooling, with [`padding`]'s `SAME` and `VALID`; [`pool_grad`]:
 //!   their gradients;
 //! - [`scatter`]: scatter-add along an axis (`gather`'s gradient).
@@ -27,6 +27,7 @@ pub mod pool;
 pub mod pool_grad;
 pub mod reduce;
 pub mod reduce_blocks;
+pub mod resize;
 pub mod scan;
 pub mod scatter;
 pub mod selection;

@@ -3,7 +3,7 @@
 //! scalar local); the kernels return `Err` for run-time indices or symbolic sizes out of range.
 
 use super::{literal, v, Emitter, Store};
-use crate::emit::{elem_ty, shape_expr};
+use crate::emit::{dim_expr, elem_ty, shape_expr};
 use crate::fuse::Group;
 use crate::ir::*;
 use proc_macro2::TokenStream;
@@ -134,6 +134,29 @@ impl Emitter<'_> {
             SelOp::ScatterAlongLast => {
                 let (g, ind, sh) = (input(0), input(1), shape_expr(&n.shape));
                 quote!(::grafo::__private::kernels::top_k::scatter_along_last_into(#g, #ind, &#sh, #out)?;)
+            }
+            SelOp::Resize { method } => {
+                let resize = quote!(::grafo::__private::kernels::resize);
+                let (x, sh) = (input(0), in_shape(0));
+                let r = n.shape.len();
+                let (h, w) = (dim_expr(&n.shape[r - 3]), dim_expr(&n.shape[r - 2]));
+                match method {
+                    ResizeMethod::Nearest => {
+                        quote!(#resize::resize_nearest_into(#x, &#sh, [#h, #w], #out)?;)
+                    }
+                    ResizeMethod::Bilinear => {
+                        quote!(#resize::resize_bilinear_into(#x, &#sh, [#h, #w], #out)?;)
+                    }
+                }
+            }
+            SelOp::ResizeGrad { method } => {
+                let resize = quote!(::grafo::__private::kernels::resize);
+                let (g, g_sh, sh) = (input(0), in_shape(0), shape_expr(&n.shape));
+                let f = match method {
+                    ResizeMethod::Nearest => quote!(resize_nearest_grad_into),
+                    ResizeMethod::Bilinear => quote!(resize_bilinear_grad_into),
+                };
+                quote!(#resize::#f(#g, &#g_sh, &#sh, #out)?;)
             }
         }
     }

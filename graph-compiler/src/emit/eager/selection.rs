@@ -110,5 +110,24 @@ pub fn value(n: &Node, ins: &[Ident]) -> TokenStream {
             let sh = shape_expr(&n.shape);
             quote!(#ev::scatter_along_last_axis(#g, #ind, &#sh)?)
         }
+        SelOp::Resize { method } => {
+            let x = view(0);
+            let r = n.shape.len();
+            let h = crate::emit::dim_expr(&n.shape[r - 3]);
+            let w = crate::emit::dim_expr(&n.shape[r - 2]);
+            match method {
+                ResizeMethod::Nearest => quote!(#ev::resize_nearest(#x, [#h, #w])?),
+                ResizeMethod::Bilinear => quote!(#ev::resize_bilinear::<_, #et>(#x, [#h, #w])?),
+            }
+        }
+        SelOp::ResizeGrad { method } => {
+            let g = view(0);
+            let sh = shape_expr(&n.shape);
+            let m = match method {
+                ResizeMethod::Nearest => quote!(Nearest),
+                ResizeMethod::Bilinear => quote!(Bilinear),
+            };
+            quote!(#ev::resize_grad(#g, &#sh, ::grafo::__private::kernels::resize::ResizeMethod::#m)?)
+        }
     }
 }

@@ -170,7 +170,9 @@ impl Lowerer<'_> {
                 sel @ (SelOp::Cumulative { .. }
                 | SelOp::TopK { .. }
                 | SelOp::TakeAlongLast
-                | SelOp::ScatterAlongLast),
+                | SelOp::ScatterAlongLast
+                | SelOp::Resize { .. }
+                | SelOp::ResizeGrad { .. }),
             ) => {
                 let sel = sel.clone();
                 self.scan_rule(sweep, &sel, &node, id, g, &wants, &mut out)?;
@@ -718,17 +720,21 @@ impl Lowerer<'_> {
             SelOp::Cumulative { .. }
             | SelOp::TopK { .. }
             | SelOp::TakeAlongLast
-            | SelOp::ScatterAlongLast => unreachable!("`scan_rule` differentiates them"),
+            | SelOp::ScatterAlongLast
+            | SelOp::Resize { .. }
+            | SelOp::ResizeGrad { .. } => unreachable!("`scan_rule` differentiates them"),
         }
         Ok(())
     }
 }
 
 impl Lowerer<'_> {
-    /// The running totals and `top_k`: `cumsum`'s adjoint is the reverse `cumsum` of `g`;
-    /// `cumprod`'s is TF's (`cumsum(y * g)` reversed, over `x`, 0 where `x` is 0); `top_k`'s
+    /// The running totals, `top_k` and `resize`: `cumsum`'s adjoint is the reverse `cumsum` of
+    /// `g`; `cumprod`'s is TF's (`cumsum(y * g)` reversed, over `x`, 0 where `x` is 0); `top_k`'s
     /// values (a gather along the last axis) scatter `g` back to the indices, and that
-    /// scatter's adjoint gathers again (the indices carry none).
+    /// scatter's adjoint gathers again (the indices carry none); `resize` is linear in the
+    /// images, its adjoint the runtime's `resize_grad` (TF's `ResizeBilinearGrad` and
+    /// `ResizeNearestNeighborGrad`), whose adjoint is the resize again.
     #[allow(clippy::too_many_arguments)]
     fn scan_rule(
         &mut self,
@@ -778,6 +784,16 @@ impl Lowerer<'_> {
                 let shape = self.graph.node(ind).shape.clone();
                 let dt = self.graph.node(g).dtype;
                 self.sel(SelOp::TakeAlongLast, vec![g, ind], dt, shape, span)
+            }
+            SelOp::Resize { method } => {
+                let x = self.graph.node(inputs[0]).clone();
+                let op = SelOp::ResizeGrad { method };
+                self.sel(op, vec![g], x.dtype, x.shape, span)
+            }
+            SelOp::ResizeGrad { method } => {
+                let resized = self.graph.node(inputs[0]).clone();
+                let (dt, shape) = (resized.dtype, resized.shape);
+                self.sel(SelOp::Resize { method }, vec![g], dt, shape, span)
             }
             _ => return Ok(()),
         };

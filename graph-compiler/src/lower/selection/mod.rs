@@ -189,6 +189,9 @@ pub fn attrs(op: &SelOp) -> Vec<(String, String)> {
         ],
         SelOp::TopK { k } => vec![("k".into(), k.to_string())],
         SelOp::TakeAlongLast | SelOp::ScatterAlongLast => vec![],
+        SelOp::Resize { method } | SelOp::ResizeGrad { method } => {
+            vec![("method".into(), method.name().into())]
+        }
     }
 }
 
