@@ -137,7 +137,29 @@ pub fn body(
                 ("dilations".into(), format!("{dilation:?}")),
                 ("padding".into(), format!("{padding:?}").to_uppercase()),
             ],
+            Op::Conv2dBackpropInput {
+                stride,
+                dilation,
+                padding,
+                ..
+            }
+            | Op::Conv2dBackpropFilter {
+                stride,
+                dilation,
+                padding,
+                ..
+            } => vec![
+                ("stride".into(), stride.to_string()),
+                ("dilations".into(), format!("{dilation:?}")),
+                ("padding".into(), format!("{padding:?}").to_uppercase()),
+            ],
             Op::Pool {
+                ksize,
+                strides,
+                padding,
+                ..
+            }
+            | Op::PoolGrad {
                 ksize,
                 strides,
                 padding,

@@ -295,6 +295,44 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
             let ([kh, kw], [sh, sw]) = (ksize, strides);
             quote!(#ev::#f(#x, [#kh, #kw], [#sh, #sw], #pad)?)
         }
+        // The twins are named as the ops (`depthwise_conv2d_backprop_input`...).
+        Op::Conv2dBackpropInput {
+            stride,
+            dilation: [dh, dw],
+            padding,
+            ..
+        }
+        | Op::Conv2dBackpropFilter {
+            stride,
+            dilation: [dh, dw],
+            padding,
+            ..
+        } => {
+            let (a, b) = (&ins[0], &ins[1]);
+            let pad = padding_tokens(*padding);
+            let f = format_ident!("{}", n.op.name());
+            let shape = shape_expr(&n.shape);
+            quote!(#ev::#f(#a, #b, &#shape, #stride, #pad, [#dh, #dw])?)
+        }
+        Op::PoolGrad {
+            kind,
+            ksize: [kh, kw],
+            strides: [sh, sw],
+            padding,
+        } => {
+            let pad = padding_tokens(*padding);
+            let dy = &ins[0];
+            match kind {
+                PoolKind::Max => {
+                    let x = &ins[1];
+                    quote!(#ev::max_pool2d_grad(#x, #dy, [#kh, #kw], [#sh, #sw], #pad)?)
+                }
+                PoolKind::Avg => {
+                    let shape = shape_expr(&n.shape);
+                    quote!(#ev::avg_pool2d_grad(#dy, &#shape, [#kh, #kw], [#sh, #sw], #pad)?)
+                }
+            }
+        }
         Op::Softmax { axis, log } => {
             let x = &ins[0];
             let f = if *log {

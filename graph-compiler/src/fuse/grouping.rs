@@ -306,6 +306,12 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
                     group.nodes = vec![id];
                 }
             },
+            Op::Conv2dBackpropInput { .. }
+            | Op::Conv2dBackpropFilter { .. }
+            | Op::PoolGrad { .. } => {
+                group.kind = GroupKind::Grad;
+                group.nodes = vec![id];
+            }
             Op::Softmax { .. } => {
                 group.kind = GroupKind::Softmax;
                 group.nodes = vec![id];

@@ -46,6 +46,8 @@ pub enum GroupKind {
     /// one kernel that pools each band of convolution rows while it is in cache; the
     /// convolution's output is never materialised.
     ConvPool,
+    /// The gradient of a convolution (input or filter) or of a pooling: one kernel call.
+    Grad,
     Transpose,
     /// A selection or assembly op (`x[s![..]]`, concat, gather, ...): one kernel call.
     Selection,
@@ -68,6 +70,7 @@ impl GroupKind {
             GroupKind::Softmax => "softmax",
             GroupKind::Pool => "pool",
             GroupKind::ConvPool => "conv2d_pool",
+            GroupKind::Grad => "grad",
             GroupKind::Transpose => "transpose",
             GroupKind::Selection => "selection",
             GroupKind::View => "view",

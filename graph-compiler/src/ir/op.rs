@@ -397,6 +397,31 @@ pub enum Op {
         strides: [usize; 2],
         padding: Padding,
     },
+    /// The gradient of a convolution (`Conv2d`, or `ConvGeneral` with these attributes) with
+    /// respect to its input, TF's `Conv2DBackpropInput`: inputs `dy` (the convolution's output
+    /// shape) and the kernel; the node has the input's shape. `conv2d_transpose` is this op.
+    Conv2dBackpropInput {
+        stride: usize,
+        dilation: [usize; 2],
+        padding: Padding,
+        depthwise: bool,
+    },
+    /// The gradient of a convolution with respect to its kernel, TF's `Conv2DBackpropFilter`:
+    /// inputs the convolution's input `x` and `dy`; the node has the kernel's shape.
+    Conv2dBackpropFilter {
+        stride: usize,
+        dilation: [usize; 2],
+        padding: Padding,
+        depthwise: bool,
+    },
+    /// The gradient of a `Pool` with respect to its input (TF's `MaxPoolGrad`, `AvgPoolGrad`):
+    /// inputs `dy` and, for max pooling, the pooling's input `x`; the node has `x`'s shape.
+    PoolGrad {
+        kind: PoolKind,
+        ksize: [usize; 2],
+        strides: [usize; 2],
+        padding: Padding,
+    },
     Softmax {
         axis: usize,
         log: bool,
@@ -440,6 +465,19 @@ impl Op {
             Op::ConvGeneral {
                 depthwise: true, ..
             } => "depthwise_conv2d".into(),
+            Op::Conv2dBackpropInput { depthwise, .. } => {
+                format!(
+                    "{}conv2d_backprop_input",
+                    if *depthwise { "depthwise_" } else { "" }
+                )
+            }
+            Op::Conv2dBackpropFilter { depthwise, .. } => {
+                format!(
+                    "{}conv2d_backprop_filter",
+                    if *depthwise { "depthwise_" } else { "" }
+                )
+            }
+            Op::PoolGrad { kind, .. } => format!("{}_grad", kind.name()),
             Op::BiasAdd => "bias_add".into(),
             Op::Softmax { log: false, .. } => "softmax".into(),
             Op::Softmax { log: true, .. } => "log_softmax".into(),
@@ -515,6 +553,12 @@ pub enum SelOp {
     Gather {
         axis: usize,
     },
+    /// The gradient of a `Gather` with respect to its params: inputs the gradient of the
+    /// gather's result and its indices; zeros of the node's (the params') shape with each
+    /// slice of the gradient added at its index (TF's `unsorted_segment_sum`).
+    GatherGrad {
+        axis: usize,
+    },
     /// Inputs: the i32/i64 indices, then the rank-0 on and off values.
     OneHot {
         depth: u64,
@@ -568,6 +612,7 @@ impl SelOp {
             SelOp::Tile { .. } => "tile",
             SelOp::Pad { .. } => "pad",
             SelOp::Gather { .. } => "gather",
+            SelOp::GatherGrad { .. } => "gather_grad",
             SelOp::OneHot { .. } => "one_hot",
             SelOp::ArgReduce { min: false, .. } => "argmax",
             SelOp::ArgReduce { min: true, .. } => "argmin",

@@ -86,6 +86,7 @@ impl Lowerer<'_> {
             Lowering::Reshape => Value::Tensor(self.lower_reshape(&call)),
             Lowering::BandPart => Value::Tensor(self.lower_band_part(&call)),
             Lowering::Conv2d { depthwise } => Value::Tensor(self.conv_general(depthwise, &call)),
+            Lowering::Conv2dTranspose => Value::Tensor(self.lower_conv2d_transpose(&call)),
             Lowering::BiasAdd => Value::Tensor(self.lower_bias_add(&call)),
             Lowering::Pool(kind) => Value::Tensor(self.pool_call(kind, &call)),
             Lowering::Resize => Value::Tensor(self.lower_resize(&call)),

@@ -1,6 +1,7 @@
 //! Lowering of the neural-network ops: the pooling ops, `max_pool2d(x, ksize, strides, padding)`
 //! and `avg_pool2d(...)`, `conv2d(x, k, stride, padding [, dilations])`,
-//! `depthwise_conv2d(x, k, stride, padding [, dilations])`, `bias_add`, the softmaxes and
+//! `depthwise_conv2d(x, k, stride, padding [, dilations])`,
+//! `conv2d_transpose(x, k, output_shape, strides, padding)`, `bias_add`, the softmaxes and
 //! `resize(x, [h, w], method)`,
 //! with TensorFlow's argument forms:
 //! a window, stride or dilation is an integer (`2`), a list `[rows, columns]`, or TF's
@@ -84,6 +85,55 @@ impl Lowerer<'_> {
             depthwise,
         };
         self.typed(op, vec![x, k], r, span)
+    }
+
+    /// `conv2d_transpose(x, k, output_shape, strides, padding)`: TF's `tf.nn.conv2d_transpose`,
+    /// the input gradient of the `conv2d` that maps `output_shape` to `x`'s shape, with filters
+    /// `[KH, KW, out, in]`. The `conv2d` of `output_shape` by `k` must give `x`'s shape exactly
+    /// (as TF checks), so the batch of `output_shape` is `x`'s (a symbol included).
+    pub(super) fn lower_conv2d_transpose(&mut self, call: &Call) -> NodeId {
+        let (name, args, span) = (call.name, call.args, call.span);
+        let (x, k) = (self.operand(args[0]), self.operand(args[1]));
+        let dims = self.dim_list(args[2], false);
+        let strides = self.window_pair(name, "stride", args[3]);
+        // The row's kind check accepted only `SAME` or `VALID`.
+        let padding = padding_of(args[4]);
+        let (Some(dims), Some(strides), Some(padding)) = (dims, strides, padding) else {
+            return self.poisoned(span);
+        };
+        let out: Shape = dims.into_iter().flatten().collect();
+        if strides[0] != strides[1] {
+            let msg = format!(
+                "`{name}` takes one stride for rows and columns (as grafo's `conv2d`), found {strides:?}"
+            );
+            self.diag.error(args[3].span(), msg);
+            return self.poisoned(span);
+        }
+        let stride = strides[0];
+        let (nx, nk) = (self.graph.node(x).clone(), self.graph.node(k).clone());
+        if nx.poisoned || nk.poisoned {
+            return self.poisoned(span);
+        }
+        let r = conv2d_transpose_shape(
+            (nx.dtype, &nx.shape),
+            (nk.dtype, &nk.shape),
+            &out,
+            stride,
+            padding,
+        );
+        let error_span = match &r {
+            Err((2, _)) => args[2].span(),
+            Err((1, _)) => args[1].span(),
+            _ => span,
+        };
+        let r = r.map_err(|(_, msg)| msg);
+        let op = Op::Conv2dBackpropInput {
+            stride,
+            dilation: [1, 1],
+            padding,
+            depthwise: false,
+        };
+        self.typed_with(vec![x, k], r.map(|t| ((), t)), |()| op, error_span, span)
     }
 
     /// A window size or stride: `k` (both axes), `[rows, columns]`, or `[1, rows, columns, 1]`
@@ -192,4 +242,89 @@ impl Lowerer<'_> {
             }
         }
     }
+}
+
+/// The dtype and shape of `conv2d_transpose(x, k, output_shape, stride, padding)`, or the
+/// message with the argument at fault (1 the filters, 2 the output shape, 0 the call).
+fn conv2d_transpose_shape(
+    x: (DType, &[Dim]),
+    k: (DType, &[Dim]),
+    out: &[Dim],
+    stride: usize,
+    padding: Padding,
+) -> Result<(DType, Shape), (usize, String)> {
+    let op = "conv2d_transpose";
+    let dt = infer::same_dtype(op, x.0, k.0, x.1, k.1).map_err(|e| (0, e))?;
+    if !dt.is_float() {
+        let msg = format!("`{op}` needs float tensors, found {}", type_str(x.0, x.1));
+        return Err((0, msg));
+    }
+    let (sx, sk) = (x.1, k.1);
+    if sx.len() != 4 {
+        return Err((
+            0,
+            format!(
+                "`{op}` input must be rank 4 (NHWC), found {}",
+                shape_str(sx)
+            ),
+        ));
+    }
+    if sk.len() != 4 {
+        let msg = format!(
+            "`{op}` filters must be rank 4 [KH, KW, out, in], found {}",
+            shape_str(sk)
+        );
+        return Err((1, msg));
+    }
+    if out.len() != 4 {
+        let msg = format!(
+            "`{op}`'s `output_shape` must be rank 4 [N, H, W, out], found {}",
+            shape_str(out)
+        );
+        return Err((2, msg));
+    }
+    if sx[3] != sk[3] {
+        let msg = format!(
+            "`{op}` channels differ: input is {}, filters are {} (input axis 3 is {}, filters axis 3 (`in`) is {})",
+            shape_str(sx),
+            shape_str(sk),
+            sx[3],
+            sk[3]
+        );
+        return Err((1, msg));
+    }
+    if out[3] != sk[2] {
+        let msg = format!(
+            "`{op}`'s `output_shape` {} has {} channels but the filters {} give {} (axis 2, `out`)",
+            shape_str(out),
+            out[3],
+            shape_str(sk),
+            sk[2]
+        );
+        return Err((2, msg));
+    }
+    // The convolution this op is the gradient of must map `output_shape` onto `x`.
+    let forward = infer::conv2d((dt, out), (dt, sk), stride, padding).map_err(|e| {
+        (
+            2,
+            format!("`{op}`'s `output_shape` has no `conv2d` onto the input: {e}"),
+        )
+    })?;
+    if forward.1 != sx {
+        let pad = if padding == Padding::Same {
+            "SAME"
+        } else {
+            "VALID"
+        };
+        let msg = format!(
+            "`{op}`'s `output_shape` {} does not match the input {}: `conv2d` of {} by {} with stride {stride} and {pad} padding gives {}",
+            shape_str(out),
+            shape_str(sx),
+            shape_str(out),
+            shape_str(sk),
+            shape_str(&forward.1)
+        );
+        return Err((2, msg));
+    }
+    Ok((dt, out.to_vec()))
 }

@@ -243,6 +243,7 @@ pub enum Lowering {
     Reshape,
     BandPart,
     Conv2d { depthwise: bool },
+    Conv2dTranspose,
     BiasAdd,
     Pool(PoolKind),
     Resize,

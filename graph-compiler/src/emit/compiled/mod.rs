@@ -16,6 +16,7 @@ use std::collections::HashMap;
 mod buffers;
 mod control;
 mod elementwise;
+mod grad;
 mod linalg;
 mod loops;
 mod reduce;
@@ -190,6 +191,7 @@ impl<'a> Emitter<'a> {
             GroupKind::Elementwise => self.elementwise(g),
             GroupKind::MatMul | GroupKind::Conv2d | GroupKind::ConvPool => self.linalg(g),
             GroupKind::Reduce => self.reduce(g),
+            GroupKind::Grad => self.grad(g),
             GroupKind::Pool => {
                 let n = self.node(g.root).clone();
                 let Op::Pool {

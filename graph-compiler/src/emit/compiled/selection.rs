@@ -90,6 +90,10 @@ impl Emitter<'_> {
                 let (x, sh, ind) = (input(0), in_shape(0), input(1));
                 quote!(#sel::gather_into(#x, &#sh, #ind, #axis, #out)?;)
             }
+            SelOp::GatherGrad { axis } => {
+                let (g, ind, sh) = (input(0), input(1), shape_expr(&n.shape));
+                quote!(::grafo::__private::scatter::scatter_add_into(#g, #ind, &#sh, #axis, #out)?;)
+            }
             SelOp::OneHot { depth } => {
                 let depth = *depth as usize;
                 let ind = input(0);

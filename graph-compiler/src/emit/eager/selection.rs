@@ -53,6 +53,12 @@ pub fn value(n: &Node, ins: &[Ident]) -> TokenStream {
             let axis = *axis as isize;
             quote!(#ev::gather(#x, #ind, #axis)?)
         }
+        SelOp::GatherGrad { axis } => {
+            let (g, ind) = (view(0), view(1));
+            let axis = *axis as isize;
+            let sh = shape_expr(&n.shape);
+            quote!(#ev::gather_grad(#g, #ind, &#sh, #axis)?)
+        }
         SelOp::OneHot { depth } => {
             let depth = *depth as usize;
             let (ind, on, off) = (view(0), scalar(1), scalar(2));

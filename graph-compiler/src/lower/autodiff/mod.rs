@@ -19,6 +19,7 @@ use crate::ir::*;
 use std::collections::{BTreeMap, HashMap};
 use syn::Expr;
 
+mod nn;
 mod rules;
 
 /// The adjoints built so far, keyed by forward node (each already summed over its users).

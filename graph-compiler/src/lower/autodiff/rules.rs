@@ -1,7 +1,8 @@
 //! The gradient rule of every differentiable op: given the adjoint `g` of a node's result,
 //! the contributions to its inputs' adjoints (TensorFlow's registered gradients, op by op).
 //!
-//! `docs/OPS.md`'s gradient column (from `ops.rs`) says in words what each rule here does.
+//! `docs/OPS.md`'s gradient column (from `ops.rs`) says in words what each rule here does;
+//! the convolutions', pooling's and `gather`'s rules are in `nn.rs`.
 
 use super::super::{Lowerer, Span};
 use super::Sweep;
@@ -177,15 +178,21 @@ impl Lowerer<'_> {
                 let sel = sel.clone();
                 self.scan_rule(sweep, &sel, &node, id, g, &wants, &mut out)?;
             }
+            Op::Sel(SelOp::Gather { .. } | SelOp::GatherGrad { .. }) => {
+                self.nn_rule(sweep, &node, g, &wants, &mut out)?
+            }
             Op::Sel(sel) => {
                 let sel = sel.clone();
                 self.selection_rule(&sel, &node, g, &wants, &mut out, span)?;
             }
             Op::Compare(_) | Op::Assert { .. } => {}
             Op::CondOut { .. } => unreachable!("conds are differentiated as a unit"),
-            Op::Conv2d { .. } | Op::ConvGeneral { .. } | Op::Pool { .. } => {
-                return Err(no_rule(&node));
-            }
+            Op::Conv2d { .. }
+            | Op::ConvGeneral { .. }
+            | Op::Conv2dBackpropInput { .. }
+            | Op::Conv2dBackpropFilter { .. }
+            | Op::Pool { .. }
+            | Op::PoolGrad { .. } => self.nn_rule(sweep, &node, g, &wants, &mut out)?,
         }
         Ok(out)
     }
@@ -708,10 +715,8 @@ impl Lowerer<'_> {
                     out.push((inputs[1], c));
                 }
             }
-            SelOp::Gather { .. } => {
-                if wants(0) {
-                    return Err(no_rule(node));
-                }
+            SelOp::Gather { .. } | SelOp::GatherGrad { .. } => {
+                unreachable!("`nn_rule` differentiates them")
             }
             SelOp::OneHot { .. }
             | SelOp::ArgReduce { .. }

@@ -166,7 +166,10 @@ pub fn attrs(op: &SelOp) -> Vec<(String, String)> {
                 .collect();
             vec![("axes".into(), format!("[{}]", parts.join(", ")))]
         }
-        SelOp::Concat { axis, .. } | SelOp::Gather { axis } | SelOp::ArgReduce { axis, .. } => {
+        SelOp::Concat { axis, .. }
+        | SelOp::Gather { axis }
+        | SelOp::GatherGrad { axis }
+        | SelOp::ArgReduce { axis, .. } => {
             vec![("axis".into(), axis.to_string())]
         }
         SelOp::Tile { multiples } => vec![("multiples".into(), format!("{multiples:?}"))],
