@@ -6,7 +6,12 @@
 //! See `README.md`, `docs/OPS.md` (the op reference) and `docs/LANGUAGE-NOTES.md` for the language.
 
 pub use graph_macro::graph;
+/// Parameter structs' checkpoints: [`checkpoint::Remap`] maps another framework's tensor
+/// names and layouts onto the field paths (`Net::load_safetensors_with(path, &remap)`).
+pub use graph_runtime::checkpoint;
 pub use graph_runtime::eager;
+/// The initialisers of `#[init(...)]`, as Keras defines them (`Net::init(seed)`).
+pub use graph_runtime::init;
 pub use graph_runtime::profile::ProfileReport;
 pub use graph_runtime::session::{Session, SessionConfig};
 pub use graph_runtime::tensorboard::EventWriter;
@@ -14,11 +19,6 @@ pub use graph_runtime::{
     BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region,
 };
 pub use graph_runtime::{Element, Error, Float, Numeric};
-/// Parameter structs' checkpoints: [`checkpoint::Remap`] maps another framework's tensor
-/// names and layouts onto the field paths (`Net::load_safetensors_with(path, &remap)`).
-pub use graph_runtime::checkpoint;
-/// The initialisers of `#[init(...)]`, as Keras defines them (`Net::init(seed)`).
-pub use graph_runtime::init;
 pub use ndarray;
 
 /// Everything a `#[graph]` user needs: the macro, `Tensor`, the op names and ndarray's array types.

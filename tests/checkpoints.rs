@@ -43,11 +43,14 @@ fn temp(name: &str) -> PathBuf {
 }
 
 /// Writes `tensors` (name, dtype, shape, little-endian bytes) as a safetensors file.
-fn write_file(path: &PathBuf, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) {
+fn write_file(path: &std::path::Path, tensors: &[(&str, Dtype, Vec<usize>, Vec<u8>)]) {
     let views: Vec<(String, TensorView<'_>)> = tensors
         .iter()
         .map(|(n, dt, shape, bytes)| {
-            (n.to_string(), TensorView::new(*dt, shape.clone(), bytes).expect("a consistent tensor"))
+            (
+                n.to_string(),
+                TensorView::new(*dt, shape.clone(), bytes).expect("a consistent tensor"),
+            )
         })
         .collect();
     safetensors::serialize_to_file(views, None, path).expect("the file is written");
@@ -105,21 +108,39 @@ fn every_problem_of_a_file_is_listed_in_one_error() {
     let le = |a: &Array2<f32>| f32_bytes(a.iter().copied());
     let mut tensors: Vec<(&str, Dtype, Vec<usize>, Vec<u8>)> = vec![
         // Wrong shape: [5, 3] where the field is [6, 3].
-        ("fc", Dtype::F32, vec![5, 3], f32_bytes((0..15).map(|i| i as f32))),
+        (
+            "fc",
+            Dtype::F32,
+            vec![5, 3],
+            f32_bytes((0..15).map(|i| i as f32)),
+        ),
         // Wrong dtype: f16 bytes where the field is f32.
         ("blocks.0.attn.wq", Dtype::F16, vec![4, 4], vec![0u8; 32]),
         // Unexpected: no field has this path.
-        ("blocks.2.attn.wq", Dtype::F32, vec![4, 4], le(&m.blocks[0].attn.wq)),
+        (
+            "blocks.2.attn.wq",
+            Dtype::F32,
+            vec![4, 4],
+            le(&m.blocks[0].attn.wq),
+        ),
         ("extra", Dtype::I32, vec![1], vec![0u8; 4]),
         ("ids", Dtype::I32, vec![2, 2], vec![0u8; 16]),
     ];
     // Right: these fit, so they are not reported.
-    let bias_bytes: Vec<u8> = m.blocks[0].attn.bias.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let bias_bytes: Vec<u8> = m.blocks[0]
+        .attn
+        .bias
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
     tensors.push(("blocks.0.attn.bias", Dtype::F64, vec![4], bias_bytes));
     write_file(&path, &tensors);
     // Missing: conv, blocks.0.steps, blocks.0.mask and all of blocks.1.
     let err = model::Model::load_safetensors(&path).expect_err("the file does not fit");
-    let grafo::Error::Checkpoint { problems, model, .. } = &err else {
+    let grafo::Error::Checkpoint {
+        problems, model, ..
+    } = &err
+    else {
         panic!("a checkpoint error, found {err:?}");
     };
     assert_eq!(model, "Model");
@@ -165,7 +186,13 @@ fn every_problem_of_a_file_is_listed_in_one_error() {
     assert_eq!(problems.len(), 7 + 2 + 2);
     // The message names every tensor, one line each.
     let text = err.to_string();
-    for name in ["`conv`", "`fc`", "`blocks.0.attn.wq`", "`extra`", "`blocks.1.mask`"] {
+    for name in [
+        "`conv`",
+        "`fc`",
+        "`blocks.0.attn.wq`",
+        "`extra`",
+        "`blocks.1.mask`",
+    ] {
         assert!(text.contains(name), "{name} in {text}");
     }
     assert_eq!(text.lines().count(), 1 + problems.len(), "{text}");
@@ -205,14 +232,26 @@ mod torch_port {
 fn remap_reads_pytorch_names_and_layouts() -> Result<(), grafo::Error> {
     // A PyTorch state dict: `conv1.weight` OIHW [4, 2, 3, 3], `fc.weight` [out 3, in 5],
     // `fc.bias`, and a batch-norm step counter no field holds.
-    let oihw = Array4::from_shape_fn((4, 2, 3, 3), |(o, i, h, w)| (o * 1000 + i * 100 + h * 10 + w) as f32);
+    let oihw = Array4::from_shape_fn((4, 2, 3, 3), |(o, i, h, w)| {
+        (o * 1000 + i * 100 + h * 10 + w) as f32
+    });
     let linear = Array2::from_shape_fn((3, 5), |(o, i)| (o * 10 + i) as f32);
     let path = temp("torch.safetensors");
     write_file(
         &path,
         &[
-            ("conv1.weight", Dtype::F32, vec![4, 2, 3, 3], f32_bytes(oihw.iter().copied())),
-            ("fc.weight", Dtype::F32, vec![3, 5], f32_bytes(linear.iter().copied())),
+            (
+                "conv1.weight",
+                Dtype::F32,
+                vec![4, 2, 3, 3],
+                f32_bytes(oihw.iter().copied()),
+            ),
+            (
+                "fc.weight",
+                Dtype::F32,
+                vec![3, 5],
+                f32_bytes(linear.iter().copied()),
+            ),
             ("fc.bias", Dtype::F32, vec![3], f32_bytes([1.0, 2.0, 3.0])),
             ("bn1.num_batches_tracked", Dtype::I64, vec![], vec![0u8; 8]),
         ],
@@ -235,7 +274,11 @@ fn remap_reads_pytorch_names_and_layouts() -> Result<(), grafo::Error> {
         .transpose(|path| path == "fc");
     let p = torch_port::Net::load_safetensors_with(&path, &remap)?;
     assert_eq!(p.conv1.shape(), &[3, 3, 2, 4]);
-    assert_eq!(p.conv1[[2, 1, 0, 3]], oihw[[3, 0, 2, 1]], "HWIO[h, w, i, o] = OIHW[o, i, h, w]");
+    assert_eq!(
+        p.conv1[[2, 1, 0, 3]],
+        oihw[[3, 0, 2, 1]],
+        "HWIO[h, w, i, o] = OIHW[o, i, h, w]"
+    );
     assert_eq!(p.fc, linear.t());
     // PyTorch's Linear: x @ W.T + b.
     let x = Array2::from_shape_fn((2, 5), |(r, c)| (r + c) as f32);
@@ -245,14 +288,35 @@ fn remap_reads_pytorch_names_and_layouts() -> Result<(), grafo::Error> {
     // A rule that does not fit the rank, and two names renamed onto one field, are listed too.
     let bad = Remap::new()
         .skip(|name| name.ends_with("num_batches_tracked"))
-        .rename(|name| Some(if name.starts_with("fc.") { "fc_b".into() } else { "conv1".into() }))
+        .rename(|name| {
+            Some(if name.starts_with("fc.") {
+                "fc_b".into()
+            } else {
+                "conv1".into()
+            })
+        })
         .transpose(|path| path == "conv1");
     let err = torch_port::Net::load_safetensors_with(&path, &bad).expect_err("bad remap");
     let grafo::Error::Checkpoint { problems, .. } = &err else {
         panic!("{err:?}")
     };
-    assert!(problems.iter().any(|p| matches!(p, Problem::Duplicate { name, .. } if name == "fc_b")), "{err}");
-    assert!(problems.iter().any(|p| matches!(p, Problem::Layout { name, .. } if name == "conv1")), "{err}");
-    assert!(problems.iter().any(|p| matches!(p, Problem::Missing { name, .. } if name == "fc")), "{err}");
+    assert!(
+        problems
+            .iter()
+            .any(|p| matches!(p, Problem::Duplicate { name, .. } if name == "fc_b")),
+        "{err}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| matches!(p, Problem::Layout { name, .. } if name == "conv1")),
+        "{err}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| matches!(p, Problem::Missing { name, .. } if name == "fc")),
+        "{err}"
+    );
     Ok(())
 }

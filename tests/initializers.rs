@@ -70,20 +70,36 @@ fn check<D: ndarray::Dimension>(
     let (m, s, lo, hi) = stats(a.iter().map(|&v| f64::from(v)));
     let n = a.len() as f64;
     // The mean within 5 standard errors, the stddev within 2%.
-    assert!((m - mean).abs() < 5.0 * std / n.sqrt(), "{name}: mean {m}, expected {mean}");
-    assert!((s - std).abs() < 0.02 * std, "{name}: stddev {s}, expected {std}");
-    assert!(lo >= bounds.0 && hi <= bounds.1, "{name}: [{lo}, {hi}] outside {bounds:?}");
+    assert!(
+        (m - mean).abs() < 5.0 * std / n.sqrt(),
+        "{name}: mean {m}, expected {mean}"
+    );
+    assert!(
+        (s - std).abs() < 0.02 * std,
+        "{name}: stddev {s}, expected {std}"
+    );
+    assert!(
+        lo >= bounds.0 && hi <= bounds.1,
+        "{name}: [{lo}, {hi}] outside {bounds:?}"
+    );
     // The bounds are approached: the draws fill their range.
     let width = bounds.1 - bounds.0;
     if width.is_finite() {
-        assert!(lo < bounds.0 + 0.05 * width && hi > bounds.1 - 0.05 * width, "{name}: [{lo}, {hi}]");
+        assert!(
+            lo < bounds.0 + 0.05 * width && hi > bounds.1 - 0.05 * width,
+            "{name}: [{lo}, {hi}]"
+        );
     }
 }
 
 #[test]
 fn fans_are_keras() {
     assert_eq!(fans(&[256, 512]), (256.0, 512.0));
-    assert_eq!(fans(&[3, 3, 64, 128]), (576.0, 1152.0), "HWIO: receptive field times in / out");
+    assert_eq!(
+        fans(&[3, 3, 64, 128]),
+        (576.0, 1152.0),
+        "HWIO: receptive field times in / out"
+    );
     assert_eq!(fans(&[5, 7, 2]), (35.0, 10.0));
     assert_eq!(fans(&[10]), (10.0, 10.0));
     assert_eq!(fans(&[]), (1.0, 1.0));
@@ -96,8 +112,17 @@ fn each_initialiser_draws_as_keras_defines_it() {
 
     // glorot_uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)); stddev l / sqrt(3).
     let l = (6.0f64 / (256.0 + 512.0)).sqrt();
-    check("dense (glorot_uniform)", &p.dense, 0.0, l / 3f64.sqrt(), (-l, l));
-    assert!(p.bias.iter().all(|&v| v == 0.0), "a bias is zeros by default");
+    check(
+        "dense (glorot_uniform)",
+        &p.dense,
+        0.0,
+        l / 3f64.sqrt(),
+        (-l, l),
+    );
+    assert!(
+        p.bias.iter().all(|&v| v == 0.0),
+        "a bias is zeros by default"
+    );
 
     // he_normal: truncated normal of stddev sqrt(2 / fan_in) / 0.8796, which leaves sqrt(2 / fan_in).
     let fan_in = 3.0 * 3.0 * 64.0;
@@ -110,21 +135,51 @@ fn each_initialiser_draws_as_keras_defines_it() {
 
     let s = (2.0f64 / (300.0 + 500.0)).sqrt();
     let bound = 2.0 * s / TRUNCATED_STDDEV;
-    check("glorot_normal", &p.glorot_n.mapv(|v| v as f32), 0.0, s, (-bound - 1e-6, bound + 1e-6));
+    check(
+        "glorot_normal",
+        &p.glorot_n.mapv(|v| v as f32),
+        0.0,
+        s,
+        (-bound - 1e-6, bound + 1e-6),
+    );
 
     let s = (1.0f64 / 200.0).sqrt();
-    check("lecun_normal", &p.lecun_n, 0.0, s, (-2.0 * s / TRUNCATED_STDDEV, 2.0 * s / TRUNCATED_STDDEV));
+    check(
+        "lecun_normal",
+        &p.lecun_n,
+        0.0,
+        s,
+        (-2.0 * s / TRUNCATED_STDDEV, 2.0 * s / TRUNCATED_STDDEV),
+    );
     let l = (3.0f64 / 200.0).sqrt();
     check("lecun_uniform", &p.lecun_u, 0.0, l / 3f64.sqrt(), (-l, l));
 
     // truncated_normal(mean, stddev): N(mean, stddev) re-drawn beyond 2 stddev, so the values
     // lie in mean +- 2 stddev and their stddev is 0.8796 stddev.
-    check("truncated_normal(0.5, 0.1)", &p.trunc, 0.5, 0.1 * TRUNCATED_STDDEV, (0.3 - 1e-6, 0.7 + 1e-6));
-    check("truncated_normal (Keras' 0, 0.05)", &p.trunc_default, 0.0, 0.05 * TRUNCATED_STDDEV, (-0.1 - 1e-6, 0.1 + 1e-6));
+    check(
+        "truncated_normal(0.5, 0.1)",
+        &p.trunc,
+        0.5,
+        0.1 * TRUNCATED_STDDEV,
+        (0.3 - 1e-6, 0.7 + 1e-6),
+    );
+    check(
+        "truncated_normal (Keras' 0, 0.05)",
+        &p.trunc_default,
+        0.0,
+        0.05 * TRUNCATED_STDDEV,
+        (-0.1 - 1e-6, 0.1 + 1e-6),
+    );
 
     check("random_normal(1, 2)", &p.normal, 1.0, 2.0, (-inf, inf));
     let (lo, hi) = (-0.3f64, 0.7f64);
-    check("uniform(-0.3, 0.7)", &p.uniform, 0.2, (hi - lo) / 12f64.sqrt(), (lo, hi));
+    check(
+        "uniform(-0.3, 0.7)",
+        &p.uniform,
+        0.2,
+        (hi - lo) / 12f64.sqrt(),
+        (lo, hi),
+    );
 
     assert!(p.scale.iter().all(|&v| v == 1.0));
     assert!(p.shift.iter().all(|&v| v == -2.5));
@@ -134,13 +189,20 @@ fn each_initialiser_draws_as_keras_defines_it() {
 
 #[test]
 fn init_is_reproducible_from_the_seed_and_the_path() -> Result<(), grafo::Error> {
-    let (a, b, c) = (inits::All::init(7), inits::All::init(7), inits::All::init(8));
+    let (a, b, c) = (
+        inits::All::init(7),
+        inits::All::init(7),
+        inits::All::init(8),
+    );
     assert_eq!(a.dense, b.dense);
     assert_eq!(a.conv, b.conv);
     assert_eq!(a.uniform, b.uniform);
     assert_ne!(a.dense, c.dense, "another seed, other values");
     // Fields of one struct are drawn from different streams.
-    assert_ne!(a.lecun_n.slice(s![.., ..200]), a.lecun_u.slice(s![.., ..200]));
+    assert_ne!(
+        a.lecun_n.slice(s![.., ..200]),
+        a.lecun_u.slice(s![.., ..200])
+    );
     // A field's values depend on the seed and its path only, not on the fields around it.
     let other = inits::Other::init(7);
     assert_eq!(other.dense, a.dense);
@@ -148,6 +210,9 @@ fn init_is_reproducible_from_the_seed_and_the_path() -> Result<(), grafo::Error>
     let x = Array2::<f32>::ones((2, 256));
     let y = inits::use_all(&x, &a)?;
     let expected = x.dot(&a.dense) + &a.bias;
-    assert!(y.iter().zip(&expected).all(|(u, v)| (u - v).abs() <= 1e-4 * (1.0 + v.abs())));
+    assert!(y
+        .iter()
+        .zip(&expected)
+        .all(|(u, v)| (u - v).abs() <= 1e-4 * (1.0 + v.abs())));
     Ok(())
 }

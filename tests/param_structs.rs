@@ -76,7 +76,16 @@ mod mlp {
             w: p.hidden.w - lr * g.hidden.w,
             ..p.hidden
         };
-        (loss, Net { hidden: Dense { b: p.hidden.b - lr * g.hidden.b, ..hidden }, out })
+        (
+            loss,
+            Net {
+                hidden: Dense {
+                    b: p.hidden.b - lr * g.hidden.b,
+                    ..hidden
+                },
+                out,
+            },
+        )
     }
 }
 
@@ -121,7 +130,11 @@ mod doc_mlp {
         pub w: Tensor<f32, 784, HIDDEN>,
         pub b: Tensor<f32, HIDDEN>,
     }
-    pub struct Block { pub wq: Tensor<f32, HIDDEN, HIDDEN>, #[init(ones)] pub g: Tensor<f32, HIDDEN> }
+    pub struct Block {
+        pub wq: Tensor<f32, HIDDEN, HIDDEN>,
+        #[init(ones)]
+        pub g: Tensor<f32, HIDDEN>,
+    }
     pub struct Net {
         pub hidden: Dense,
         pub blocks: [Block; 4],
@@ -143,8 +156,18 @@ mod doc_mlp {
     pub fn sgd(x: Tensor<f32, B, 784>, y: Tensor<i32, B>, p: Net, lr: f32) -> (Tensor<f32>, Net) {
         let loss = reduce_mean(sparse_softmax_cross_entropy_with_logits(y, forward(x, p)));
         let g = gradients(loss, p);
-        let hidden = Dense { w: p.hidden.w - lr * g.hidden.w, b: p.hidden.b - lr * g.hidden.b };
-        (loss, Net { hidden, out: p.out - lr * g.out, ..p })
+        let hidden = Dense {
+            w: p.hidden.w - lr * g.hidden.w,
+            b: p.hidden.b - lr * g.hidden.b,
+        };
+        (
+            loss,
+            Net {
+                hidden,
+                out: p.out - lr * g.out,
+                ..p
+            },
+        )
     }
 }
 
@@ -156,10 +179,14 @@ fn the_documented_example_trains() -> Result<(), grafo::Error> {
     let y = doc_mlp::forward(&x, &p)?;
     assert_eq!(y, doc_mlp::forward::eager(&x, &p)?);
     let (loss0, q) = doc_mlp::sgd(&x, &labels, &p, 0.1)?;
-    assert_eq!(q.blocks[2].wq, p.blocks[2].wq, "fields the step leaves are taken from p");
+    assert_eq!(
+        q.blocks[2].wq, p.blocks[2].wq,
+        "fields the step leaves are taken from p"
+    );
     let (loss1, _) = doc_mlp::sgd(&x, &labels, &q, 0.1)?;
     assert!(loss1[[]] < loss0[[]]);
-    let path = std::env::temp_dir().join(format!("grafo-doc-mlp-{}.safetensors", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("grafo-doc-mlp-{}.safetensors", std::process::id()));
     q.save_safetensors(&path)?;
     let back = doc_mlp::Net::load_safetensors(&path)?;
     assert_eq!(back.blocks[3].g, q.blocks[3].g);
@@ -168,7 +195,10 @@ fn the_documented_example_trains() -> Result<(), grafo::Error> {
 }
 
 fn close(a: &ArrayD<f32>, b: &ArrayD<f32>, tol: f32) -> bool {
-    a.shape() == b.shape() && a.iter().zip(b.iter()).all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs()))
+    a.shape() == b.shape()
+        && a.iter()
+            .zip(b.iter())
+            .all(|(x, y)| (x - y).abs() <= tol * (1.0 + y.abs()))
 }
 
 fn input(b: usize, n: usize, seed: u32) -> Array2<f32> {
@@ -194,7 +224,11 @@ fn struct_parameter_compiled_eager_and_reference_agree() -> Result<(), grafo::Er
     let reference = reference_forward(&x, &p);
     assert_eq!(compiled, eager, "compiled == eager bit for bit");
     assert_eq!(compiled, run);
-    assert!(close(&compiled.clone().into_dyn(), &reference.into_dyn(), 1e-5));
+    assert!(close(
+        &compiled.clone().into_dyn(),
+        &reference.into_dyn(),
+        1e-5
+    ));
     assert_eq!(compiled, by_calls);
     Ok(())
 }
@@ -248,7 +282,11 @@ fn gradients_with_respect_to_a_struct_are_a_struct() -> Result<(), grafo::Error>
     };
     assert!((loss_of(&p) - f64::from(loss[[]])).abs() < 1e-5);
     let eps = 1e-2f32;
-    for (field, idx) in [("hidden.w", [1usize, 3]), ("out.w", [5, 2]), ("hidden.w", [7, 15])] {
+    for (field, idx) in [
+        ("hidden.w", [1usize, 3]),
+        ("out.w", [5, 2]),
+        ("hidden.w", [7, 15]),
+    ] {
         let (mut up, mut down) = (p.clone(), p.clone());
         let (a, b) = match field {
             "hidden.w" => (&mut up.hidden.w, &mut down.hidden.w),
@@ -261,7 +299,10 @@ fn gradients_with_respect_to_a_struct_are_a_struct() -> Result<(), grafo::Error>
             "hidden.w" => g.hidden.w[idx],
             _ => g.out.w[idx],
         };
-        assert!((numeric - f64::from(analytic)).abs() < 2e-3, "{field}{idx:?}: {numeric} vs {analytic}");
+        assert!(
+            (numeric - f64::from(analytic)).abs() < 2e-3,
+            "{field}{idx:?}: {numeric} vs {analytic}"
+        );
     }
     for j in 0..4 {
         let (mut up, mut down) = (p.clone(), p.clone());
@@ -284,11 +325,24 @@ fn an_sgd_step_returns_the_updated_struct() -> Result<(), grafo::Error> {
     assert_eq!(q.hidden.w, q_e.hidden.w);
     assert_eq!(q.out.b, q_e.out.b);
     let expected = &p.hidden.w - &(0.5f32 * &g.hidden.w);
-    assert!(close(&q.hidden.w.clone().into_dyn(), &expected.into_dyn(), 1e-6));
+    assert!(close(
+        &q.hidden.w.clone().into_dyn(),
+        &expected.into_dyn(),
+        1e-6
+    ));
     let expected_b = &p.hidden.b - &(0.5f32 * &g.hidden.b);
-    assert!(close(&q.hidden.b.clone().into_dyn(), &expected_b.into_dyn(), 1e-6));
+    assert!(close(
+        &q.hidden.b.clone().into_dyn(),
+        &expected_b.into_dyn(),
+        1e-6
+    ));
     let (loss1, _) = mlp::sgd(&x, &y, &q, 0.5)?;
-    assert!(loss1[[]] < loss0[[]], "a step lowers the loss: {} -> {}", loss0[[]], loss1[[]]);
+    assert!(
+        loss1[[]] < loss0[[]],
+        "a step lowers the loss: {} -> {}",
+        loss0[[]],
+        loss1[[]]
+    );
     Ok(())
 }
 
@@ -299,8 +353,14 @@ fn reference_block(x: &Array2<f32>, b: &stack::Block) -> Array2<f32> {
 #[test]
 fn nested_arrays_of_blocks_in_a_for_loop() -> Result<(), grafo::Error> {
     let s = stack::Stack::init(5);
-    assert!(s.blocks.iter().all(|b| b.g.iter().all(|&v| v == 1.0)), "#[init(ones)]");
-    assert_ne!(s.blocks[0].w, s.blocks[1].w, "each element is seeded by its own path");
+    assert!(
+        s.blocks.iter().all(|b| b.g.iter().all(|&v| v == 1.0)),
+        "#[init(ones)]"
+    );
+    assert_ne!(
+        s.blocks[0].w, s.blocks[1].w,
+        "each element is seeded by its own path"
+    );
     let s = stack::Stack {
         scales: [Array1::from_elem(6, 2.0), Array1::from_elem(6, -0.5)],
         ..s
@@ -338,5 +398,8 @@ fn a_wrong_field_shape_at_run_time_is_an_error_naming_the_field() {
 fn the_graph_names_inputs_by_field_path() {
     let g = mlp::forward::graph();
     let names: Vec<&str> = g.inputs.iter().map(|i| i.name.as_str()).collect();
-    assert_eq!(names, ["x", "p.hidden.w", "p.hidden.b", "p.out.w", "p.out.b"]);
+    assert_eq!(
+        names,
+        ["x", "p.hidden.w", "p.hidden.b", "p.out.w", "p.out.b"]
+    );
 }

@@ -394,7 +394,10 @@ fn struct_scope(sig: &Signature) -> TokenStream {
     if sig.struct_params.is_empty() && !names_struct(&sig.results) {
         return TokenStream::new();
     }
-    quote::quote!(#[allow(unused_imports)] use super::*;)
+    quote::quote!(
+        #[allow(unused_imports)]
+        use super::*;
+    )
 }
 
 /// The `Ok` type of the generated functions: the declared outputs, a tuple if declared so.

@@ -71,9 +71,11 @@ pub fn struct_tree(
                 fields,
             }
         }
-        FieldTy::Array(inner, n) => {
-            ResultTree::Array((0..*n).map(|_| struct_tree(structs, inner, next, leaf)).collect())
-        }
+        FieldTy::Array(inner, n) => ResultTree::Array(
+            (0..*n)
+                .map(|_| struct_tree(structs, inner, next, leaf))
+                .collect(),
+        ),
     }
 }
 
@@ -91,12 +93,17 @@ fn parse_result(
             return None;
         }
         let mut next = outputs.len();
-        return Some(struct_tree(structs, &sty, &mut next, &mut |dtype, shape| {
-            outputs.push(OutputDecl {
-                dtype,
-                shape: shape.iter().map(|&n| Dim::Const(n)).collect(),
-            })
-        }));
+        return Some(struct_tree(
+            structs,
+            &sty,
+            &mut next,
+            &mut |dtype, shape| {
+                outputs.push(OutputDecl {
+                    dtype,
+                    shape: shape.iter().map(|&n| Dim::Const(n)).collect(),
+                })
+            },
+        ));
     }
     match ty {
         Type::Paren(p) => parse_result(&p.elem, outputs, diag, what, structs),

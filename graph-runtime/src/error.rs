@@ -99,7 +99,10 @@ pub enum Error {
     Io(String),
     /// A checkpoint does not fit the parameter struct it is loaded into: every missing,
     /// unexpected, misshapen or mistyped tensor of the file, listed together.
-    #[error("checkpoint `{path}` does not fit `{model}`: {}", problems_text(problems))]
+    #[error(
+        "checkpoint `{path}` does not fit `{model}`: {}",
+        problems_text(problems)
+    )]
     Checkpoint {
         path: String,
         model: String,

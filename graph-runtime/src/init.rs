@@ -178,7 +178,12 @@ impl Init {
     }
 
     /// The field `path`'s tensor of `shape`, drawn by `init`.
-    pub fn tensor<T: InitElem, D: Dimension>(&mut self, path: &str, shape: &[usize], init: Initializer) -> Array<T, D> {
+    pub fn tensor<T: InitElem, D: Dimension>(
+        &mut self,
+        path: &str,
+        shape: &[usize],
+        init: Initializer,
+    ) -> Array<T, D> {
         let values = sample(init, shape, &mut self.rng(path));
         Array::from_shape_vec(IxDyn(shape), values.into_iter().map(T::from_f64).collect())
             .expect("as many values as the shape holds")

@@ -159,7 +159,9 @@ pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
         .enumerate()
-        .filter(|(_, p)| !matches!(p, Param::Tensor(t) if t.field.as_ref().is_some_and(|f| !f.first)))
+        .filter(
+            |(_, p)| !matches!(p, Param::Tensor(t) if t.field.as_ref().is_some_and(|f| !f.first)),
+        )
         .map(|(i, p)| match p {
             Param::Tensor(t) if t.field.is_some() => {
                 let f = t.field.as_ref().expect("a struct leaf");

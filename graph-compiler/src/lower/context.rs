@@ -172,7 +172,9 @@ impl Lowerer<'_> {
         let mut fields: Vec<String> = Vec::new();
         for &i in inputs {
             let n = self.graph.node(i);
-            let Some(name) = n.name.as_deref() else { continue };
+            let Some(name) = n.name.as_deref() else {
+                continue;
+            };
             let is_field = matches!(n.op, Op::Input { .. }) && name.contains(['.', '[']);
             let text = format!("field `{name}` is {}", type_str(n.dtype, &n.shape));
             if is_field && !fields.contains(&text) {

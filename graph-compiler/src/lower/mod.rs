@@ -147,7 +147,10 @@ pub fn lower(
     let mut values = Vec::new();
     if !flatten_results(&result, &sig.results, &mut values) {
         // A body whose value is poisoned (a struct literal with errors) was reported.
-        let declared_struct = matches!(sig.results, ResultTree::Struct { .. } | ResultTree::Array(_));
+        let declared_struct = matches!(
+            sig.results,
+            ResultTree::Struct { .. } | ResultTree::Array(_)
+        );
         if declared_struct && matches!(result, Value::Tensor(id) if lw.graph.node(id).poisoned) {
             return Lowered { graph: lw.graph };
         }
@@ -254,7 +257,11 @@ fn result_labels(tree: &ResultTree, prefix: &str, out: &mut [Option<String>]) {
         }
         ResultTree::Struct { fields, .. } => {
             for (f, t) in fields {
-                let p = if prefix.is_empty() { f.to_string() } else { format!("{prefix}.{f}") };
+                let p = if prefix.is_empty() {
+                    f.to_string()
+                } else {
+                    format!("{prefix}.{f}")
+                };
                 result_labels(t, &p, out);
             }
         }

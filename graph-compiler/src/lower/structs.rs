@@ -22,7 +22,9 @@ pub(super) fn is_slice(ix: &syn::ExprIndex) -> bool {
 pub(super) fn tree_value(tree: &ResultTree, leaf: &mut dyn FnMut(usize) -> Value) -> Value {
     match tree {
         ResultTree::Leaf(i) => leaf(*i),
-        ResultTree::Tuple(items) => Value::Tuple(items.iter().map(|t| tree_value(t, leaf)).collect()),
+        ResultTree::Tuple(items) => {
+            Value::Tuple(items.iter().map(|t| tree_value(t, leaf)).collect())
+        }
         ResultTree::Struct { ty, fields } => Value::Struct {
             ty: ty.clone(),
             fields: fields
@@ -30,7 +32,9 @@ pub(super) fn tree_value(tree: &ResultTree, leaf: &mut dyn FnMut(usize) -> Value
                 .map(|(f, t)| (f.clone(), tree_value(t, leaf)))
                 .collect(),
         },
-        ResultTree::Array(items) => Value::Array(items.iter().map(|t| tree_value(t, leaf)).collect()),
+        ResultTree::Array(items) => {
+            Value::Array(items.iter().map(|t| tree_value(t, leaf)).collect())
+        }
     }
 }
 
@@ -87,9 +91,11 @@ pub(super) fn expr_text(e: &Expr) -> String {
                     lit: syn::Lit::Int(i),
                     ..
                 }) => i.to_string(),
-                Expr::Path(p) if p.path.get_ident().is_some() => {
-                    p.path.get_ident().map(|i| i.to_string()).unwrap_or_default()
-                }
+                Expr::Path(p) if p.path.get_ident().is_some() => p
+                    .path
+                    .get_ident()
+                    .map(|i| i.to_string())
+                    .unwrap_or_default(),
                 _ => "..".to_string(),
             };
             format!("{}[{index}]", expr_text(&ix.expr))
@@ -100,7 +106,9 @@ pub(super) fn expr_text(e: &Expr) -> String {
 
 /// A struct type with its article, for messages: "a `Dense`", "an `Other`".
 pub(super) fn a_struct(ty: &syn::Ident) -> String {
-    let vowel = ty.to_string().starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']);
+    let vowel = ty
+        .to_string()
+        .starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']);
     format!("{} `{ty}`", if vowel { "an" } else { "a" })
 }
 
@@ -251,11 +259,17 @@ impl Lowerer<'_> {
                     syn::Member::Named(n) => n.to_string(),
                     syn::Member::Unnamed(i) => i.index.to_string(),
                 };
-                let fields: Vec<(syn::Ident, Value)> =
-                    def.fields.iter().map(|f| (f.ident.clone(), Value::Unit)).collect();
+                let fields: Vec<(syn::Ident, Value)> = def
+                    .fields
+                    .iter()
+                    .map(|f| (f.ident.clone(), Value::Unit))
+                    .collect();
                 self.diag.error(
                     fv.member.span(),
-                    format!("`{ty}` has no field `{member}`; its fields are {}", names_list(&fields)),
+                    format!(
+                        "`{ty}` has no field `{member}`; its fields are {}",
+                        names_list(&fields)
+                    ),
                 );
                 ok = false;
             }
@@ -269,7 +283,10 @@ impl Lowerer<'_> {
             let path = format!("{ty}.{}", f.ident);
             let value = match (given, &rest) {
                 (Some(fv), _) => self.lower_field_value(&fv.expr, &f.ty, &path),
-                (None, Some(base)) => base.iter().find(|(n, _)| *n == f.ident).map(|(_, v)| v.clone()),
+                (None, Some(base)) => base
+                    .iter()
+                    .find(|(n, _)| *n == f.ident)
+                    .map(|(_, v)| v.clone()),
                 (None, None) => {
                     self.diag.error(
                         s.path.span(),
@@ -296,7 +313,10 @@ impl Lowerer<'_> {
             if a.elems.len() != *n {
                 self.diag.error(
                     e.span(),
-                    format!("field `{path}` is an array of {n}; this array literal has {} elements", a.elems.len()),
+                    format!(
+                        "field `{path}` is an array of {n}; this array literal has {} elements",
+                        a.elems.len()
+                    ),
                 );
                 return None;
             }
@@ -312,7 +332,13 @@ impl Lowerer<'_> {
 
     /// Checks a value against a field's declared type; a tensor of the declared dtype and
     /// shape (a weak literal takes the dtype), a struct of the same type, an array of as many.
-    fn check_field_value(&mut self, v: Value, ty: &FieldTy, path: &str, span: Span) -> Option<Value> {
+    fn check_field_value(
+        &mut self,
+        v: Value,
+        ty: &FieldTy,
+        path: &str,
+        span: Span,
+    ) -> Option<Value> {
         match ty {
             FieldTy::Tensor { dtype, shape } => {
                 let id = self.tensor_of(&v, span, &format!("field `{path}`"))?;
@@ -352,7 +378,12 @@ impl Lowerer<'_> {
                 Value::Array(vs) if vs.len() == *n => {
                     let mut out = Vec::new();
                     for (i, ev) in vs.into_iter().enumerate() {
-                        out.push(self.check_field_value(ev, inner, &format!("{path}[{i}]"), span)?);
+                        out.push(self.check_field_value(
+                            ev,
+                            inner,
+                            &format!("{path}[{i}]"),
+                            span,
+                        )?);
                     }
                     Some(Value::Array(out))
                 }

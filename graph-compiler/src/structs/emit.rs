@@ -67,7 +67,13 @@ enum Build {
 
 /// An expression building a value of type `ty` whose tensor names start at the `String`
 /// expression `path`; `init` is the field's initialiser (for a tensor or an array of them).
-fn build(ty: &FieldTy, path: &TokenStream, init: Option<Init>, how: Build, depth: usize) -> TokenStream {
+fn build(
+    ty: &FieldTy,
+    path: &TokenStream,
+    init: Option<Init>,
+    how: Build,
+    depth: usize,
+) -> TokenStream {
     match ty {
         FieldTy::Tensor { dtype, shape } => {
             let (et, dt) = (elem_ty(*dtype), dim_ty(shape.len()));
@@ -75,7 +81,8 @@ fn build(ty: &FieldTy, path: &TokenStream, init: Option<Init>, how: Build, depth
             match how {
                 Build::Read => quote!(__r.take::<#et, #dt>(&#path, &[#(#dims),*])),
                 Build::Init => {
-                    let init = initializer(init.unwrap_or_else(|| Init::default_for(*dtype, shape.len())));
+                    let init =
+                        initializer(init.unwrap_or_else(|| Init::default_for(*dtype, shape.len())));
                     quote!(__g.tensor::<#et, #dt>(&#path, &[#(#dims),*], #init))
                 }
             }
@@ -129,11 +136,14 @@ fn missing_derives(attrs: &[syn::Attribute]) -> TokenStream {
             Ok(())
         });
     }
-    let missing: Vec<TokenStream> = [("Clone", quote!(::std::clone::Clone)), ("Debug", quote!(::std::fmt::Debug))]
-        .into_iter()
-        .filter(|(n, _)| !named.iter().any(|x| x == n))
-        .map(|(_, path)| path)
-        .collect();
+    let missing: Vec<TokenStream> = [
+        ("Clone", quote!(::std::clone::Clone)),
+        ("Debug", quote!(::std::fmt::Debug)),
+    ]
+    .into_iter()
+    .filter(|(n, _)| !named.iter().any(|x| x == n))
+    .map(|(_, path)| path)
+    .collect();
     if missing.is_empty() {
         TokenStream::new()
     } else {

@@ -177,14 +177,16 @@ impl StructDefs {
                 break;
             }
         }
-        let mut defs = StructDefs::default();
-        defs.dims = consts
-            .iter()
-            .filter_map(|(n, v)| match v {
-                Scalar::Int(i) => u64::try_from(*i).ok().map(|i| (n.clone(), i)),
-                _ => None,
-            })
-            .collect();
+        let mut defs = StructDefs {
+            defs: Vec::new(),
+            dims: consts
+                .iter()
+                .filter_map(|(n, v)| match v {
+                    Scalar::Int(i) => u64::try_from(*i).ok().map(|i| (n.clone(), i)),
+                    _ => None,
+                })
+                .collect(),
+        };
         for s in structs {
             if !names.contains(&s.ident.to_string()) {
                 continue;
@@ -197,7 +199,11 @@ impl StructDefs {
 
     /// A dim with the module's integer `const`s replaced by their values (`HIDDEN` is 16).
     pub fn resolve_dim(&self, d: &Dim) -> Dim {
-        let of = |s: &String| self.dims.get(s).map_or_else(|| Dim::Sym(s.clone()), |&n| Dim::Const(n));
+        let of = |s: &String| {
+            self.dims
+                .get(s)
+                .map_or_else(|| Dim::Sym(s.clone()), |&n| Dim::Const(n))
+        };
         match d {
             Dim::Const(_) => d.clone(),
             Dim::Sym(s) => of(s),
@@ -237,9 +243,9 @@ impl StructDefs {
     pub fn type_ok(&self, ty: &FieldTy) -> bool {
         match ty {
             FieldTy::Tensor { .. } => true,
-            FieldTy::Struct(s) => self.get(&s.to_string()).is_some_and(|d| {
-                d.ok && d.fields.iter().all(|f| self.type_ok(&f.ty))
-            }),
+            FieldTy::Struct(s) => self
+                .get(&s.to_string())
+                .is_some_and(|d| d.ok && d.fields.iter().all(|f| self.type_ok(&f.ty))),
             FieldTy::Array(inner, _) => self.type_ok(inner),
         }
     }
@@ -247,11 +253,11 @@ impl StructDefs {
     /// The leaf tensors of a value of type `ty`, in declaration order (arrays element by element).
     pub fn leaves(&self, ty: &FieldTy) -> Vec<Leaf> {
         let mut out = Vec::new();
-        self.walk(ty, &mut Vec::new(), None, &mut out);
+        self.walk(ty, &mut Vec::new(), &mut out);
         out
     }
 
-    fn walk(&self, ty: &FieldTy, segs: &mut Vec<Seg>, init: Option<Init>, out: &mut Vec<Leaf>) {
+    fn walk(&self, ty: &FieldTy, segs: &mut Vec<Seg>, out: &mut Vec<Leaf>) {
         match ty {
             FieldTy::Tensor { dtype, shape } => out.push(Leaf {
                 segs: segs.clone(),
@@ -264,14 +270,14 @@ impl StructDefs {
                 };
                 for f in &def.fields {
                     segs.push(Seg::Field(f.ident.clone()));
-                    self.walk(&f.ty, segs, f.init, out);
+                    self.walk(&f.ty, segs, out);
                     segs.pop();
                 }
             }
             FieldTy::Array(inner, n) => {
                 for i in 0..*n {
                     segs.push(Seg::Index(i));
-                    self.walk(inner, segs, init, out);
+                    self.walk(inner, segs, out);
                     segs.pop();
                 }
             }
@@ -451,7 +457,12 @@ fn parse_field_ty(
         },
         other => {
             let found = quote::ToTokens::to_token_stream(other).to_string();
-            diag.error(other.span(), format!("field `{path}` is `{found}`; a field of a parameter struct is {FIELD_KINDS}"));
+            diag.error(
+                other.span(),
+                format!(
+                    "field `{path}` is `{found}`; a field of a parameter struct is {FIELD_KINDS}"
+                ),
+            );
             None
         }
     }
@@ -463,14 +474,26 @@ const INITS: &str = "`zeros`, `ones`, `constant(v)`, `glorot_uniform`, `glorot_n
 fn parse_init(a: &syn::Attribute) -> syn::Result<Init> {
     let e: syn::Expr = a.parse_args()?;
     let (name, args, span) = match &e {
-        syn::Expr::Path(p) if p.path.get_ident().is_some() => {
-            (p.path.get_ident().map(|i| i.to_string()).unwrap_or_default(), Vec::new(), p.span())
-        }
+        syn::Expr::Path(p) if p.path.get_ident().is_some() => (
+            p.path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default(),
+            Vec::new(),
+            p.span(),
+        ),
         syn::Expr::Call(c) => {
             let syn::Expr::Path(p) = &*c.func else {
-                return Err(syn::Error::new(c.func.span(), format!("an initialiser is one of {INITS}")));
+                return Err(syn::Error::new(
+                    c.func.span(),
+                    format!("an initialiser is one of {INITS}"),
+                ));
             };
-            let name = p.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
+            let name = p
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
             let mut args = Vec::new();
             for arg in &c.args {
                 args.push(number(arg).ok_or_else(|| {
@@ -479,14 +502,26 @@ fn parse_init(a: &syn::Attribute) -> syn::Result<Init> {
             }
             (name, args, c.span())
         }
-        other => return Err(syn::Error::new(other.span(), format!("an initialiser is one of {INITS}"))),
+        other => {
+            return Err(syn::Error::new(
+                other.span(),
+                format!("an initialiser is one of {INITS}"),
+            ))
+        }
     };
     let arity = |n: &[usize]| -> syn::Result<()> {
         if n.contains(&args.len()) {
             Ok(())
         } else {
             let counts: Vec<String> = n.iter().map(usize::to_string).collect();
-            Err(syn::Error::new(span, format!("`{name}` takes {} argument(s), found {}", counts.join(" or "), args.len())))
+            Err(syn::Error::new(
+                span,
+                format!(
+                    "`{name}` takes {} argument(s), found {}",
+                    counts.join(" or "),
+                    args.len()
+                ),
+            ))
         }
     };
     let init = match name.as_str() {
@@ -507,8 +542,11 @@ fn parse_init(a: &syn::Attribute) -> syn::Result<Init> {
                 [s] => (0.0, *s),
                 [m, s, ..] => (*m, *s),
             };
-            if !(stddev > 0.0) {
-                return Err(syn::Error::new(span, format!("`{name}`'s stddev must be positive, found {stddev}")));
+            if stddev <= 0.0 {
+                return Err(syn::Error::new(
+                    span,
+                    format!("`{name}`'s stddev must be positive, found {stddev}"),
+                ));
             }
             if name == "random_normal" {
                 Init::RandomNormal { mean, stddev }
@@ -522,13 +560,19 @@ fn parse_init(a: &syn::Attribute) -> syn::Result<Init> {
                 [lo, hi] => (*lo, *hi),
                 _ => (-0.05, 0.05),
             };
-            if !(lo < hi) {
-                return Err(syn::Error::new(span, format!("`{name}(lo, hi)` needs lo < hi, found {lo} and {hi}")));
+            if lo >= hi {
+                return Err(syn::Error::new(
+                    span,
+                    format!("`{name}(lo, hi)` needs lo < hi, found {lo} and {hi}"),
+                ));
             }
             Init::Uniform { lo, hi }
         }
         _ => {
-            return Err(syn::Error::new(span, format!("unknown initialiser `{name}`: an initialiser is one of {INITS}")))
+            return Err(syn::Error::new(
+                span,
+                format!("unknown initialiser `{name}`: an initialiser is one of {INITS}"),
+            ))
         }
     };
     Ok(init)

@@ -149,7 +149,10 @@ impl Reader {
                     "tensor `{file_name}`'s data ({start}..{end}) lies outside the file"
                 )));
             }
-            sources.entry(name.clone()).or_default().push(file_name.clone());
+            sources
+                .entry(name.clone())
+                .or_default()
+                .push(file_name.clone());
             let source = (name != file_name).then_some(file_name);
             let axes = remap.axes(&name).map(<[usize]>::to_vec);
             entries.insert(
@@ -183,7 +186,11 @@ impl Reader {
     /// The tensor of field `name`, of the field's element type and `shape`. A problem is
     /// recorded (and an empty array returned) when the file has no such tensor or it does
     /// not fit; [`Reader::finish`] reports them all.
-    pub fn take<T: CheckpointElem, D: Dimension>(&mut self, name: &str, shape: &[usize]) -> Array<T, D> {
+    pub fn take<T: CheckpointElem, D: Dimension>(
+        &mut self,
+        name: &str,
+        shape: &[usize],
+    ) -> Array<T, D> {
         let empty = || {
             let dim = D::zeros(D::NDIM.unwrap_or(shape.len()));
             Array::from_shape_vec(dim, Vec::new()).expect("an empty array of the field's rank")
@@ -210,7 +217,8 @@ impl Reader {
             Some(axes) => {
                 let fits = axes.len() == e.shape.len() && {
                     let mut seen = vec![false; axes.len()];
-                    axes.iter().all(|&a| a < seen.len() && !std::mem::replace(&mut seen[a], true))
+                    axes.iter()
+                        .all(|&a| a < seen.len() && !std::mem::replace(&mut seen[a], true))
                 };
                 if !fits {
                     self.problems.push(CheckpointProblem::Layout {
@@ -249,11 +257,13 @@ impl Reader {
         let data: Vec<T> = bytes.chunks_exact(size).map(T::from_le).collect();
         let stored = ArrayD::from_shape_vec(IxDyn(&e.shape), data).expect("the size was checked");
         let laid = match &e.axes {
-            Some(axes) => stored.permuted_axes(IxDyn(axes)).as_standard_layout().into_owned(),
+            Some(axes) => stored
+                .permuted_axes(IxDyn(axes))
+                .as_standard_layout()
+                .into_owned(),
             None => stored,
         };
-        laid.into_dimensionality::<D>()
-            .unwrap_or_else(|_| empty())
+        laid.into_dimensionality::<D>().unwrap_or_else(|_| empty())
     }
 
     /// Every problem found, with the file's tensors that no field took, as one error.
@@ -330,7 +340,10 @@ impl<'a> Writer<'a> {
                 // as safetensors wants on this target; the byte slice covers exactly the
                 // elements' memory and borrows the array for as long.
                 let bytes = unsafe {
-                    std::slice::from_raw_parts(slice.as_ptr().cast::<u8>(), std::mem::size_of_val(slice))
+                    std::slice::from_raw_parts(
+                        slice.as_ptr().cast::<u8>(),
+                        std::mem::size_of_val(slice),
+                    )
                 };
                 Cow::Borrowed(bytes)
             }

@@ -27,9 +27,14 @@
 /// ```
 #[derive(Default)]
 pub struct Remap {
-    names: Vec<Box<dyn Fn(&str) -> Option<String>>>,
-    layouts: Vec<(Box<dyn Fn(&str) -> bool>, Vec<usize>)>,
+    names: Vec<NameRule>,
+    layouts: Vec<(PathRule, Vec<usize>)>,
 }
+
+/// A renaming rule: the file's name to a field path, `None` to skip the tensor.
+type NameRule = Box<dyn Fn(&str) -> Option<String>>;
+/// A selection of field paths.
+type PathRule = Box<dyn Fn(&str) -> bool>;
 
 impl Remap {
     /// No renaming, no permutation: the file's names are the field paths.

@@ -80,7 +80,9 @@ impl Lowerer<'_> {
             let mut grads = grads.into_iter();
             let mut vs: Vec<Value> = templates
                 .iter()
-                .map(|t| super::structs::replace_leaves(t, &mut || grads.next().unwrap_or(Value::Unit)))
+                .map(|t| {
+                    super::structs::replace_leaves(t, &mut || grads.next().unwrap_or(Value::Unit))
+                })
                 .collect();
             if single {
                 vs.pop().unwrap_or(Value::Unit)
