@@ -446,6 +446,49 @@ fn masked_long_axis() {
     }
 }
 
+/// The extreme bounds of i64 are clamped as TF clamps them: `i64::MIN` and `i64::MAX` (also
+/// written `-9223372036854775808`, whose magnitude is beyond i64) as begin and end, forwards
+/// and backwards.
+#[graph]
+#[allow(clippy::type_complexity)]
+fn extreme_bounds(
+    x: Tensor<f32, 4, 6>,
+) -> (Tensor<f32, 4, 6>, Tensor<f32, 4, 6>, Tensor<f32, 2, 3>) {
+    (
+        strided_slice(
+            x,
+            [0, -9223372036854775808],
+            [4, 9223372036854775807],
+            [1, 1],
+        ),
+        strided_slice(
+            x,
+            [-1, i64::MAX],
+            [i64::MIN, -9223372036854775808],
+            [-1, -1],
+        ),
+        strided_slice(x, [i64::MIN, 1], [2, i64::MAX], [1, 2]),
+    )
+}
+
+#[test]
+fn extreme_bounds_are_clamped() {
+    let x = Array2::from_shape_fn((4, 6), |(i, j)| (i * 6 + j) as f32);
+    let xd = x.clone().into_dyn();
+    let (min, max) = (i64::MIN, i64::MAX);
+    let want = [
+        tf_strided_slice(&xd, &[0, min], &[4, max], &[1, 1], [0; 5]).unwrap(),
+        tf_strided_slice(&xd, &[-1, max], &[min, min], &[-1, -1], [0; 5]).unwrap(),
+        tf_strided_slice(&xd, &[min, 1], &[2, max], &[1, 2], [0; 5]).unwrap(),
+    ];
+    assert_eq!(want[0], xd);
+    for (how, (a, b, c)) in runs_ok!(extreme_bounds(&x)) {
+        same(how, &a, &want[0]);
+        same(how, &b, &want[1]);
+        same(how, &c, &want[2]);
+    }
+}
+
 /// `graph()` shows a masked bound as NumPy's empty one.
 #[test]
 fn graph_shows_masked_bounds() {

@@ -18,8 +18,12 @@ impl Lowerer<'_> {
                 match self.literal_int(el) {
                     Some(v) => out.push(v),
                     None => {
-                        self.diag
-                            .error(el.span(), "an axis must be an integer literal");
+                        let msg = self.int_expected(
+                            el,
+                            "this element",
+                            "an axis must be an integer literal",
+                        );
+                        self.diag.error(el.span(), msg);
                         return None;
                     }
                 }
@@ -146,10 +150,8 @@ impl Lowerer<'_> {
                     return Err(());
                 }
                 let found = other.to_token_stream().to_string();
-                self.diag.error(
-                    other.span(),
-                    format!("a dim is an integer literal, a symbol of the signature (`B`) or a product of them (`B * 4`); `{found}` is none of these"),
-                );
+                let msg = self.int_expected(other, "this dim", format!("a dim is an integer literal, a symbol of the signature (`B`) or a product of them (`B * 4`); `{found}` is none of these"));
+                self.diag.error(other.span(), msg);
                 Err(())
             }
         }

@@ -120,7 +120,9 @@ impl Lowerer<'_> {
         let mut ok = true;
         for (a, spec) in args.iter().zip(row.args) {
             if !self.is_of_kind(spec.kind, a) {
-                self.diag.error(a.span(), row.kind_message(spec));
+                let what = format!("`{}`'s `{}`", row.name, spec.name);
+                let msg = self.int_expected(a, &what, row.kind_message(spec));
+                self.diag.error(a.span(), msg);
                 ok = false;
             }
         }

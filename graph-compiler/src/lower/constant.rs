@@ -188,10 +188,12 @@ impl Lowerer<'_> {
             }
             Expr::Repeat(r) => {
                 let Some(count) = self.literal_int(&r.len).filter(|&n| n >= 0) else {
-                    self.diag.error(
-                        r.len.span(),
+                    let msg = self.int_expected(
+                        &r.len,
+                        "the length of `[v; n]`",
                         "the length of `[v; n]` in a `constant` is a non-negative integer literal or `const`",
                     );
+                    self.diag.error(r.len.span(), msg);
                     return None;
                 };
                 let start = leaves.len();

@@ -28,7 +28,8 @@ impl Lowerer<'_> {
             match lw.literal_int(e) {
                 Some(v) => Some(v),
                 None => {
-                    lw.diag.error(e.span(), "a `for` bound must be an integer literal or a `const` declared in the body or in its `#[graph] mod` (the loop is unrolled at compile time)");
+                    let msg = lw.int_expected(e, "this `for` bound", "a `for` bound must be an integer literal or a `const` declared in the body or in its `#[graph] mod` (the loop is unrolled at compile time)");
+                    lw.diag.error(e.span(), msg);
                     None
                 }
             }

@@ -106,9 +106,16 @@ impl Lowerer<'_> {
                 Lit::Int(i) => i.base10_parse::<i64>().ok(),
                 _ => None,
             },
-            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => {
-                self.literal_int(&u.expr).and_then(i64::checked_neg)
-            }
+            // The magnitude of `-9223372036854775808` (i64::MIN) is beyond i64 itself.
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => match unwrapped(&u.expr) {
+                Expr::Lit(syn::ExprLit {
+                    lit: Lit::Int(i), ..
+                }) => i
+                    .base10_parse::<u64>()
+                    .ok()
+                    .and_then(|m| i64::try_from(-i128::from(m)).ok()),
+                inner => self.literal_int(inner).and_then(i64::checked_neg),
+            },
             Expr::Paren(p) => self.literal_int(&p.expr),
             Expr::Group(g) => self.literal_int(&g.expr),
             Expr::Path(p) => {
@@ -122,6 +129,37 @@ impl Lowerer<'_> {
             }
             _ => None,
         }
+    }
+
+    /// Where an integer literal is expected (a step, a window, a padding, an axis), the
+    /// message for one that is an integer literal but beyond i64, so it is not told it "must
+    /// be an integer literal"; `None` for any other expression.
+    pub(super) fn int_out_of_range(&self, e: &Expr, what: &str) -> Option<String> {
+        let (sign, lit) = match unwrapped(e) {
+            Expr::Unary(u) if matches!(u.op, UnOp::Neg(_)) => ("-", unwrapped(&u.expr)),
+            other => ("", other),
+        };
+        let Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(i), ..
+        }) = lit
+        else {
+            return None;
+        };
+        if self.literal_int(e).is_some() {
+            return None;
+        }
+        Some(format!(
+            "{what} is out of range: the integer literal `{sign}{}` does not fit i64, the widest integer dtype ({})",
+            i.base10_digits(),
+            super::weak::range_text(DType::I64)
+        ))
+    }
+
+    /// [`Self::int_out_of_range`]'s message, or `expected` for an expression that is no
+    /// integer literal at all.
+    pub(super) fn int_expected(&self, e: &Expr, what: &str, expected: impl Into<String>) -> String {
+        self.int_out_of_range(e, what)
+            .unwrap_or_else(|| expected.into())
     }
 
     // ----- expressions ---------------------------------------------------------------------

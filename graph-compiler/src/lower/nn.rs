@@ -159,7 +159,13 @@ impl Lowerer<'_> {
         for el in &a.elems {
             match self.literal_int(el) {
                 Some(v) => vals.push(v),
-                None => return bad(self, el, "a list of integer literals"),
+                None => match self.int_out_of_range(el, "this window size") {
+                    Some(msg) => {
+                        self.diag.error(el.span(), msg);
+                        return None;
+                    }
+                    None => return bad(self, el, "a list of integer literals"),
+                },
             }
         }
         let pair = match vals.as_slice() {

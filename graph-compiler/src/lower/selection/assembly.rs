@@ -326,6 +326,13 @@ impl Lowerer<'_> {
             let Expr::Array(pair) = row else {
                 return bad(self);
             };
+            if let Some((e, msg)) = pair
+                .elems
+                .iter()
+                .find_map(|e| Some((e, self.int_out_of_range(e, "this padding")?)))
+            {
+                return self.sel_error(e.span(), msg, span);
+            }
             let v: Option<Vec<i64>> = pair.elems.iter().map(|e| self.literal_int(e)).collect();
             match v.as_deref() {
                 Some(&[b, a]) if b >= 0 && a >= 0 => paddings.push((b as u64, a as u64)),

@@ -140,17 +140,16 @@ impl Lowerer<'_> {
                 None => 1,
                 Some(s) => {
                     let step_span = Span::of(s);
-                    match syn::parse2::<Expr>(s.clone())
-                        .ok()
-                        .and_then(|e| self.literal_int(&e))
-                    {
+                    let parsed = syn::parse2::<Expr>(s.clone()).ok();
+                    match parsed.as_ref().and_then(|e| self.literal_int(e)) {
                         Some(v) => v,
                         None => {
-                            return self.sel_error(
-                                step_span,
-                                "a slice step must be an integer literal or a `const`",
-                                span,
-                            )
+                            let expected = "a slice step must be an integer literal or a `const`";
+                            let msg = match &parsed {
+                                Some(e) => self.int_expected(e, "this slice step", expected),
+                                None => expected.to_string(),
+                            };
+                            return self.sel_error(step_span, msg, span);
                         }
                     }
                 }

@@ -385,10 +385,11 @@ impl Lowerer<'_> {
                 match self.mask_value(e) {
                     Some(v) => values[k] = v,
                     None => {
-                        let msg = format!(
+                        let what = format!("`{}`", MASK_NAMES[k]);
+                        let msg = self.int_expected(e, &what, format!(
                             "`{}` must be a non-negative integer literal or `const` (bits may be combined with `|` and `<<`); the masks follow `strides` in TF's order: begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask",
                             MASK_NAMES[k]
-                        );
+                        ));
                         return self.sel_error(e.span(), msg, span);
                     }
                 }
