@@ -84,11 +84,40 @@ const LITERALS: &[&str] = &[
     "0.0", "(-0.0)", "1.0", "(-1.0)", "0.5", "2.0", "3.0", "4.0", "0.1", "1e30", "(-1e-40)", "1e-3",
 ];
 const UNARY: &[&str] = &[
-    "abs", "exp", "log", "sqrt", "rsqrt", "square", "tanh", "sigmoid", "relu", "sin", "cos", "neg",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "square",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "sin",
+    "cos",
+    "neg",
+    "relu6",
+    "sign",
+    "floor",
+    "ceil",
+    "round",
+    "log1p",
+    "expm1",
+    "reciprocal",
+    "hard_sigmoid",
+    "hard_swish",
+    "silu",
+    "softsign",
 ];
 const INFIX: &[&str] = &["+", "-", "*", "/"];
 const CALL2: &[&str] = &["pow", "maximum", "minimum"];
-const REDUCE: &[&str] = &["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"];
+const REDUCE: &[&str] = &[
+    "reduce_sum",
+    "reduce_mean",
+    "reduce_max",
+    "reduce_min",
+    "reduce_prod",
+];
 const SHAPES: &[&[usize]] = &[
     &[7],
     &[1],

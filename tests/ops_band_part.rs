@@ -33,6 +33,16 @@ fn same_bits(a: &Array3<f32>, b: &Array3<f32>) -> bool {
             .all(|(x, y)| x.to_bits() == y.to_bits() || x.is_nan() && y.is_nan())
 }
 
+/// The six results of `bands`.
+type Bands = (
+    Array3<f32>,
+    Array3<f32>,
+    Array3<f32>,
+    Array3<f32>,
+    Array3<f32>,
+    Array3<f32>,
+);
+
 #[graph]
 fn bands(
     x: Tensor<f32, B, M, N>,
@@ -64,23 +74,7 @@ fn band_part_matches_the_reference() {
             k => k as f32 * 1.5 - (i % 5) as f32,
         });
         let [(_, c), (_, e), (_, r)] = runs_ok!(bands(&x));
-        let outs = |t: &(
-            Array3<f32>,
-            Array3<f32>,
-            Array3<f32>,
-            Array3<f32>,
-            Array3<f32>,
-            Array3<f32>,
-        )| {
-            [
-                t.0.clone(),
-                t.1.clone(),
-                t.2.clone(),
-                t.3.clone(),
-                t.4.clone(),
-                t.5.clone(),
-            ]
-        };
+        let outs = |t: &Bands| [&t.0, &t.1, &t.2, &t.3, &t.4, &t.5].map(Array3::clone);
         let got = outs(&c);
         for (how, o) in [("eager", &e), ("run", &r)] {
             for (k, (a, w)) in got.iter().zip(outs(o)).enumerate() {

@@ -4,6 +4,9 @@
 //! (plain f64 arithmetic, rounding written out by hand), on sizes 0, 1, 7 and 1023 with NaN,
 //! the infinities, -0, halves and overflow.
 
+// The references spell their comparisons out rather than call the functions under test.
+#![allow(clippy::manual_clamp)]
+
 use grafo::ndarray::{arr1, Array1};
 use grafo::prelude::*;
 

@@ -45,7 +45,7 @@ fn rows_of(op: &'static str, shape: &[usize], len: usize) -> Result<(usize, usiz
             format!("{len} elements for shape {shape:?}"),
         ));
     }
-    Ok((n, if n == 0 { 0 } else { len / n }))
+    Ok((n, len.checked_div(n).unwrap_or(0)))
 }
 
 /// The indices (`i32`, TF's default) of the `k` largest elements of each row of `x` (the
