@@ -1,4 +1,4 @@
-//! The UCI handwritten digits and the MLP that `examples/train_digits.rs` trains, shared with its test (`tests/train_digits.rs`).
+//! The UCI handwritten digits and the two models `examples/train_digits.rs` trains (an MLP and a small CNN), shared with its test (`tests/train_digits.rs`).
 //!
 //! Cargo builds no example from this folder (it has no `main.rs`); both files include it
 //! with `#[path]`.
@@ -16,6 +16,8 @@ use std::io::Read;
 pub const PIXELS: usize = 64;
 /// Units of the MLP's hidden layer (the literal `128` of [`mlp`]'s signatures).
 pub const HIDDEN: usize = 128;
+/// Filters of the CNN's convolution (the literal `32` of [`cnn`]'s signatures).
+pub const FILTERS: usize = 32;
 /// Digits 0..9.
 pub const CLASSES: usize = 10;
 
@@ -225,8 +227,20 @@ impl Mlp {
     }
 }
 
-/// The parameters, Adam's state and the session the train step runs in.
-pub struct Trainer {
+/// A model with its optimizer state, trained one mini-batch at a time.
+pub trait Trainer {
+    /// One Adam step on `batch`; returns the batch's loss and accuracy before the step.
+    fn step(&mut self, batch: &Digits) -> Result<(f32, f32), grafo::Error>;
+    /// The mean loss and the accuracy of the current parameters on `data`.
+    fn evaluate(&mut self, data: &Digits) -> Result<(f32, f32), grafo::Error>;
+    /// Steps taken so far.
+    fn steps(&self) -> u32;
+    /// The compiled train step's graph (for TensorBoard's Graphs tab).
+    fn train_step_graph(&self) -> grafo::GraphDef;
+}
+
+/// The MLP's parameters, Adam's state and the session its train step runs in.
+pub struct MlpTrainer {
     pub session: Session,
     pub params: Mlp,
     pub m: Mlp,
@@ -236,9 +250,9 @@ pub struct Trainer {
     pub learning_rate: f32,
 }
 
-impl Trainer {
-    pub fn new(params: Mlp, learning_rate: f32) -> Trainer {
-        Trainer {
+impl MlpTrainer {
+    pub fn new(params: Mlp, learning_rate: f32) -> MlpTrainer {
+        MlpTrainer {
             session: Session::default(),
             params,
             m: Mlp::zeros(),
@@ -247,9 +261,10 @@ impl Trainer {
             learning_rate,
         }
     }
+}
 
-    /// One Adam step on `batch`; returns the batch's loss and accuracy before the step.
-    pub fn step(&mut self, batch: &Digits) -> Result<(f32, f32), grafo::Error> {
+impl Trainer for MlpTrainer {
+    fn step(&mut self, batch: &Digits) -> Result<(f32, f32), grafo::Error> {
         let (p, m, v) = (&self.params, &self.m, &self.v);
         let t = (self.steps + 1) as f32;
         let (loss, accuracy, w1, b1, w2, b2) = mlp::train_step::run(
@@ -281,8 +296,7 @@ impl Trainer {
         Ok((loss.into_scalar(), accuracy.into_scalar()))
     }
 
-    /// The mean loss and the accuracy of the current parameters on `data`.
-    pub fn evaluate(&mut self, data: &Digits) -> Result<(f32, f32), grafo::Error> {
+    fn evaluate(&mut self, data: &Digits) -> Result<(f32, f32), grafo::Error> {
         let p = &self.params;
         let (loss, accuracy) = mlp::evaluate::run(
             &mut self.session,
@@ -294,6 +308,210 @@ impl Trainer {
             &p.b2,
         )?;
         Ok((loss.into_scalar(), accuracy.into_scalar()))
+    }
+
+    fn steps(&self) -> u32 {
+        self.steps
+    }
+
+    fn train_step_graph(&self) -> grafo::GraphDef {
+        mlp::train_step::graph()
+    }
+}
+
+/// A small CNN over the images as 8x8x1 (NHWC): a 3x3 convolution to 32 channels (SAME) with
+/// bias and relu, a 2x2 max pooling to 4x4x32, and a dense layer from those 512 values to the
+/// 10 classes; its Adam train step as the MLP's.
+#[graph]
+pub mod cnn {
+    /// The class scores of each image (given as its 64 pixels, row by row).
+    pub fn logits(
+        x: Tensor<f32, B, 64>,
+        k: Tensor<f32, 3, 3, 1, 32>,
+        c: Tensor<f32, 32>,
+        w: Tensor<f32, 512, 10>,
+        b: Tensor<f32, 10>,
+    ) -> Tensor<f32, B, 10> {
+        let images = reshape(x, [B, 8, 8, 1]);
+        let features = max_pool2d(relu(conv2d(images, k, 1, SAME) + c), 2, 2, VALID);
+        matmul(reshape(features, [B, 512]), w) + b
+    }
+
+    /// The mean cross-entropy and the fraction of images classified right.
+    pub fn evaluate(
+        x: Tensor<f32, B, 64>,
+        labels: Tensor<i64, B>,
+        k: Tensor<f32, 3, 3, 1, 32>,
+        c: Tensor<f32, 32>,
+        w: Tensor<f32, 512, 10>,
+        b: Tensor<f32, 10>,
+    ) -> (Tensor<f32>, Tensor<f32>) {
+        let z = logits(x, k, c, w, b);
+        let loss = reduce_mean(sparse_softmax_cross_entropy_with_logits(labels, z));
+        let accuracy = reduce_mean(cast::<f32>(argmax(z, -1) == labels));
+        (loss, accuracy)
+    }
+
+    /// One Adam step on a batch: the batch's loss and accuracy (before the step), then each
+    /// parameter's new `(value, m, v)`. `t` is the step, counted from 1.
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    pub fn train_step(
+        x: Tensor<f32, B, 64>,
+        labels: Tensor<i64, B>,
+        k: Tensor<f32, 3, 3, 1, 32>,
+        c: Tensor<f32, 32>,
+        w: Tensor<f32, 512, 10>,
+        b: Tensor<f32, 10>,
+        mk: Tensor<f32, 3, 3, 1, 32>,
+        mc: Tensor<f32, 32>,
+        mw: Tensor<f32, 512, 10>,
+        mb: Tensor<f32, 10>,
+        vk: Tensor<f32, 3, 3, 1, 32>,
+        vc: Tensor<f32, 32>,
+        vw: Tensor<f32, 512, 10>,
+        vb: Tensor<f32, 10>,
+        t: f32,
+        lr: f32,
+    ) -> (
+        Tensor<f32>,
+        Tensor<f32>,
+        (
+            Tensor<f32, 3, 3, 1, 32>,
+            Tensor<f32, 3, 3, 1, 32>,
+            Tensor<f32, 3, 3, 1, 32>,
+        ),
+        (Tensor<f32, 32>, Tensor<f32, 32>, Tensor<f32, 32>),
+        (
+            Tensor<f32, 512, 10>,
+            Tensor<f32, 512, 10>,
+            Tensor<f32, 512, 10>,
+        ),
+        (Tensor<f32, 10>, Tensor<f32, 10>, Tensor<f32, 10>),
+    ) {
+        let (loss, accuracy) = evaluate(x, labels, k, c, w, b);
+        let (gk, gc, gw, gb) = gradients(loss, (k, c, w, b));
+        let (b1t, b2t) = (pow(0.9, t), pow(0.999, t));
+        (
+            loss,
+            accuracy,
+            apply_adam(k, mk, vk, b1t, b2t, lr, 0.9, 0.999, 1e-8, gk),
+            apply_adam(c, mc, vc, b1t, b2t, lr, 0.9, 0.999, 1e-8, gc),
+            apply_adam(w, mw, vw, b1t, b2t, lr, 0.9, 0.999, 1e-8, gw),
+            apply_adam(b, mb, vb, b1t, b2t, lr, 0.9, 0.999, 1e-8, gb),
+        )
+    }
+}
+
+/// The CNN's parameters (or an optimizer slot of the same shapes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cnn {
+    pub k: Array4<f32>,
+    pub c: Array1<f32>,
+    pub w: Array2<f32>,
+    pub b: Array1<f32>,
+}
+
+impl Cnn {
+    /// Initial weights: He-uniform for the relu convolution (fan-in 3x3x1), Glorot-uniform
+    /// for the output layer, zero biases.
+    pub fn init(rng: &mut XorShiftRng) -> Cnn {
+        let he = (6.0f32 / 9.0).sqrt();
+        let glorot = (6.0 / (4 * 4 * FILTERS + CLASSES) as f32).sqrt();
+        Cnn {
+            k: Array4::from_shape_simple_fn((3, 3, 1, FILTERS), || rng.random_range(-he..he)),
+            c: Array1::zeros(FILTERS),
+            w: Array2::from_shape_simple_fn((4 * 4 * FILTERS, CLASSES), || {
+                rng.random_range(-glorot..glorot)
+            }),
+            b: Array1::zeros(CLASSES),
+        }
+    }
+
+    /// All zeros: Adam's `m` and `v` before the first step.
+    pub fn zeros() -> Cnn {
+        Cnn {
+            k: Array4::zeros((3, 3, 1, FILTERS)),
+            c: Array1::zeros(FILTERS),
+            w: Array2::zeros((4 * 4 * FILTERS, CLASSES)),
+            b: Array1::zeros(CLASSES),
+        }
+    }
+}
+
+/// The CNN's parameters, Adam's state and the session its train step runs in.
+pub struct CnnTrainer {
+    pub session: Session,
+    pub params: Cnn,
+    pub m: Cnn,
+    pub v: Cnn,
+    pub steps: u32,
+    pub learning_rate: f32,
+}
+
+impl CnnTrainer {
+    pub fn new(params: Cnn, learning_rate: f32) -> CnnTrainer {
+        CnnTrainer {
+            session: Session::default(),
+            params,
+            m: Cnn::zeros(),
+            v: Cnn::zeros(),
+            steps: 0,
+            learning_rate,
+        }
+    }
+}
+
+impl Trainer for CnnTrainer {
+    fn step(&mut self, batch: &Digits) -> Result<(f32, f32), grafo::Error> {
+        let (p, m, v) = (&self.params, &self.m, &self.v);
+        let t = (self.steps + 1) as f32;
+        let (loss, accuracy, k, c, w, b) = cnn::train_step::run(
+            &mut self.session,
+            &batch.images,
+            &batch.labels,
+            &p.k,
+            &p.c,
+            &p.w,
+            &p.b,
+            &m.k,
+            &m.c,
+            &m.w,
+            &m.b,
+            &v.k,
+            &v.c,
+            &v.w,
+            &v.b,
+            t,
+            self.learning_rate,
+        )?;
+        (self.params.k, self.m.k, self.v.k) = k;
+        (self.params.c, self.m.c, self.v.c) = c;
+        (self.params.w, self.m.w, self.v.w) = w;
+        (self.params.b, self.m.b, self.v.b) = b;
+        self.steps += 1;
+        Ok((loss.into_scalar(), accuracy.into_scalar()))
+    }
+
+    fn evaluate(&mut self, data: &Digits) -> Result<(f32, f32), grafo::Error> {
+        let p = &self.params;
+        let (loss, accuracy) = cnn::evaluate::run(
+            &mut self.session,
+            &data.images,
+            &data.labels,
+            &p.k,
+            &p.c,
+            &p.w,
+            &p.b,
+        )?;
+        Ok((loss.into_scalar(), accuracy.into_scalar()))
+    }
+
+    fn steps(&self) -> u32 {
+        self.steps
+    }
+
+    fn train_step_graph(&self) -> grafo::GraphDef {
+        cnn::train_step::graph()
     }
 }
 
