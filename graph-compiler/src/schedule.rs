@@ -240,10 +240,17 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
     let mut slots: Vec<(DType, Vec<NodeId>, usize)> = Vec::new();
     let mut frees_after: Vec<Vec<NodeId>> = vec![Vec::new(); groups.len()];
     for g in groups {
+        // A view needs no buffer, unless it makes a tensor of a scalar (`reshape` of a rank-0
+        // value, or of one computed inline): that one element gets a buffer like any value.
+        let view_of_scalar = g.kind == GroupKind::View && {
+            let input = graph.node(g.root).inputs[0];
+            graph.node(input).shape.is_empty() || !plan.materialised[input.0]
+        };
         if matches!(
             g.kind,
             GroupKind::View | GroupKind::Cond | GroupKind::Scalar | GroupKind::Assert
-        ) {
+        ) && !view_of_scalar
+        {
             continue;
         }
         let v = g.root;

@@ -31,6 +31,18 @@ impl<'a, T, D: Dimension> TensorArg<'a, T, D> for ArrayView<'a, T, D> {
     }
 }
 
+/// Whether `f(x, y)` holds for every element pair of two operands of one shape, or of an
+/// operand and a single value (either side): a compiled `assert_less`/`assert_greater`
+/// checks this without the eager op's temporary, which then only builds the error.
+#[inline]
+pub fn holds_everywhere<T: Copy>(x: &[T], y: &[T], f: impl Fn(T, T) -> bool) -> bool {
+    match (x.len(), y.len()) {
+        (_, 1) => x.iter().all(|&a| f(a, y[0])),
+        (1, _) => y.iter().all(|&b| f(x[0], b)),
+        _ => x.len() == y.len() && x.iter().zip(y).all(|(&a, &b)| f(a, b)),
+    }
+}
+
 /// The size of a product dim (`B*4`, from a `reshape`) from its factors, or an error if it
 /// overflows `usize`.
 #[inline]

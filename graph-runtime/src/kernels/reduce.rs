@@ -395,18 +395,38 @@ pub fn reduce_into<T: Numeric>(
     kind: ReduceKind,
     out: &mut [T],
 ) {
-    // Collapse to groups of (kept?, size), dropping size-1 axes.
-    let mut groups: Vec<(bool, usize)> = Vec::new();
+    // Collapse to groups of (kept?, size), dropping size-1 axes; on the stack up to
+    // `STACK_RANK` axes, so that a compiled graph's reduction allocates nothing.
+    const STACK_RANK: usize = 16;
+    let mut on_stack = [(false, 0usize); STACK_RANK];
+    let mut on_heap = Vec::new();
+    let mut len = 0;
     for (axis, &d) in shape.iter().enumerate() {
         if d == 1 {
             continue;
         }
         let reduced = axes.contains(&axis);
-        match groups.last_mut() {
+        let groups: &mut [(bool, usize)] = if shape.len() <= STACK_RANK {
+            &mut on_stack[..]
+        } else {
+            if on_heap.len() < shape.len() {
+                on_heap.resize(shape.len(), (false, 0));
+            }
+            &mut on_heap[..]
+        };
+        match groups[..len].last_mut() {
             Some((r, size)) if *r == reduced => *size *= d,
-            _ => groups.push((reduced, d)),
+            _ => {
+                groups[len] = (reduced, d);
+                len += 1;
+            }
         }
     }
+    let groups: &[(bool, usize)] = if shape.len() <= STACK_RANK {
+        &on_stack[..len]
+    } else {
+        &on_heap[..len]
+    };
     let count: usize = groups.iter().filter(|g| g.0).map(|g| g.1).product();
     let reduced_groups = groups.iter().filter(|g| g.0).count();
     if reduced_groups == 0 {

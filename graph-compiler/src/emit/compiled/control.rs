@@ -12,6 +12,7 @@ impl<'a> Emitter<'a> {
         let Op::Assert { kind, message } = &n.op else {
             unreachable!("assert group")
         };
+        let mut slices = Vec::new();
         let views: Vec<TokenStream> = n
             .inputs
             .iter()
@@ -22,9 +23,11 @@ impl<'a> Emitter<'a> {
                     || self.store.get(&i) == Some(&Store::Scalar)
                 {
                     let e = self.scalar_value(i);
+                    slices.push(quote!(::std::slice::from_ref(&#e)));
                     quote!(::grafo::__private::compiled::view_of(::std::slice::from_ref(&#e), &[])?)
                 } else {
                     let s = self.slice(i);
+                    slices.push(s.clone());
                     let sh = shape_expr(&inode.shape);
                     quote!(::grafo::__private::compiled::view_of(#s, &#sh)?)
                 }
@@ -36,7 +39,23 @@ impl<'a> Emitter<'a> {
             Some(op) => quote!(#op),
             None => quote!(#message),
         };
-        quote!(::grafo::eager::#f(#(#views,)* #last).map_err(|e| e.at_line(#line))?;)
+        let check = quote!(::grafo::eager::#f(#(#views,)* #last).map_err(|e| e.at_line(#line))?;);
+        // A comparison of operands of one shape, or with a scalar, is checked in place
+        // without the eager op's temporary (which then only builds the error).
+        let compare = match kind {
+            AssertKind::Less => Some(quote!(|a, b| a < b)),
+            AssertKind::Greater => Some(quote!(|a, b| a > b)),
+            _ => None,
+        };
+        let shapes: Vec<&Shape> = n.inputs.iter().map(|&i| &self.node(i).shape).collect();
+        match (compare, &slices[..], &shapes[..]) {
+            (Some(f), [x, y], [xs, ys]) if xs == ys || xs.is_empty() || ys.is_empty() => quote! {
+                if !::grafo::__private::compiled::holds_everywhere(#x, #y, #f) {
+                    #check
+                }
+            },
+            _ => check,
+        }
     }
 
     pub(super) fn cond(&mut self, g: &Group) -> TokenStream {

@@ -254,9 +254,10 @@ impl<'a> Emitter<'a> {
                     self.store.insert(g.root, Store::Scalar);
                     quote!(let #vid: #et = #e;)
                 } else if in_scalar {
+                    // Its one element, in a buffer of the plan.
                     let e = self.scalar_value(input);
-                    self.store.insert(g.root, Store::Owned);
-                    quote!(let #vid: ::std::vec::Vec<#et> = ::std::vec![#e];)
+                    let alloc = self.alloc(g.root);
+                    quote!(#alloc #vid[0] = #e;)
                 } else {
                     self.store.insert(g.root, Store::Alias(input));
                     quote!()

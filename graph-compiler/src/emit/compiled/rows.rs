@@ -62,6 +62,19 @@ impl<'a> Emitter<'a> {
             if !row_local {
                 break;
             }
+            // The chain takes every output buffer before its loop and frees what its groups
+            // last read after it: an output may not take the slot of a value freed inside
+            // the chain, which the buffer plan, group by group, let it reuse.
+            let freed_inside = chain
+                .iter()
+                .flat_map(|&c| &self.sched.frees_after[c])
+                .any(|f| {
+                    self.sched.slot[f.0].is_some()
+                        && self.sched.slot[f.0] == self.sched.slot[self.plan.groups[gid].root.0]
+                });
+            if freed_inside {
+                break;
+            }
             chain.push(gid);
         }
         let has_reduce = chain
