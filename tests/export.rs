@@ -116,6 +116,7 @@ fn sample() -> GraphDef {
                 dtype: Some(F32),
                 shape: nodes[i].shape.clone(),
                 node: Some(i),
+                written_from: None,
             })
             .collect(),
         nodes,

@@ -150,24 +150,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
     let v_params = view_params(&sig.params);
     let names = emit::param_names(&sig.params);
     let ret = signature_result_type(&sig);
-    let to_views: Vec<TokenStream> = sig
-        .params
-        .iter()
-        .map(|p| match p {
-            Param::Tensor(t) => {
-                let n = &t.name;
-                match &t.field {
-                    // A struct parameter's leaf: a view of its field.
-                    Some(f) => {
-                        let (root, access) = (&f.root, &f.access);
-                        quote!(let #n = #root #access.view();)
-                    }
-                    None => quote!(let #n = ::grafo::__private::compiled::TensorArg::arg_view(#n);),
-                }
-            }
-            Param::Host(_) => quote!(),
-        })
-        .collect();
+    let to_views = emit::arg_views(&sig.params);
     let mut checks = emit::entry_checks(&sig.params);
     checks.extend(emit::product_dims([&graph, &eager_graph]));
     checks.extend(emit::host_range_checks(&eager_graph, &sig.params));
@@ -318,9 +301,14 @@ fn doc_text(name: &str, sig: &Signature) -> String {
     for p in &sig.params {
         match p {
             Param::Tensor(t) => s.push_str(&format!(
-                "- `{}`: `{}`\n",
+                "- `{}`: `{}`{}\n",
                 t.label(),
-                type_str(t.dtype, &t.shape)
+                type_str(t.dtype, &t.shape),
+                if t.in_place {
+                    " (updated in place: pass `&mut array`; an `Err` leaves it untouched)"
+                } else {
+                    ""
+                }
             )),
             Param::Host(h) => s.push_str(&format!("- `{}`: host value\n", h.name)),
         }

@@ -22,7 +22,8 @@ pub struct Schedule {
     /// Two independent branches of the main schedule, run concurrently when the session
     /// has more than one inter-op thread.
     pub fork: Option<Fork>,
-    /// The last group (effective, in the value's own region) that reads each value.
+    /// The last group (effective, in the value's own region) that reads each value; for an
+    /// in-place parameter's new value, the number of groups (it is read after all of them).
     pub last_use: Vec<Option<usize>>,
 }
 
@@ -59,7 +60,8 @@ fn find_fork(
     reads: &[Vec<NodeId>],
     region_groups: &HashMap<Region, Vec<usize>>,
 ) -> Option<Fork> {
-    if graph.outputs.len() < 2 || !graph.effects.is_empty() {
+    // A forked branch returns only results: a parameter's new value could not leave it.
+    if graph.outputs.len() < 2 || !graph.effects.is_empty() || !graph.writebacks.is_empty() {
         return None;
     }
     let groups = &plan.groups;
@@ -215,6 +217,12 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         }
     }
 
+    // An in-place parameter's new value is read after the last group (copied into the
+    // parameter), so its buffer stays put until then.
+    for &(_, w) in &graph.writebacks {
+        last_use[w.0] = Some(groups.len());
+    }
+
     // Values that may leave the function are fresh allocations.
     let mut fresh = vec![false; n];
     let mut stack: Vec<NodeId> = graph.outputs.clone();
@@ -255,7 +263,8 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         }
         let v = g.root;
         let node = graph.node(v);
-        if node.shape.is_empty() {
+        // A loop writing a parameter's new value into the caller's memory needs no buffer.
+        if node.shape.is_empty() || plan.into_param[v.0].is_some() {
             continue;
         }
         // A value that may be returned gets a slot of its own: when it is returned the slot
@@ -292,7 +301,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
                         && last_use[l.0] == Some(g.id)
                         && aliases_end(graph, plan, &last_use, l) <= g.id
                         && !is_arm_output(graph, l)
-                        && !graph.outputs.contains(&l)
+                        && !graph.read_at_end(l)
                 })
             })
             .flatten();
@@ -324,10 +333,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
     for g in groups.iter().filter(|g| g.kind == GroupKind::Cond) {
         let c = &graph.conds[g.cond.expect("cond group").0];
         for &r in &c.results {
-            if graph.node(r).shape.is_empty()
-                || graph.outputs.contains(&r)
-                || is_arm_output(graph, r)
-            {
+            if graph.node(r).shape.is_empty() || graph.read_at_end(r) || is_arm_output(graph, r) {
                 continue;
             }
             let end = last_use[r.0].unwrap_or(g.id);

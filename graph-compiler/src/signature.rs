@@ -188,6 +188,15 @@ pub fn parse_signature_in(
                     );
                     continue;
                 }
+                if let Type::Reference(r) = written_type(&pt.ty) {
+                    if structs.param_type(&r.elem).is_some() {
+                        diag.error(
+                            crate::ir::SpanRange::of(r),
+                            format!("a parameter struct is taken by value (`{name}: {}`, the caller passing `&value`) and cannot be updated in place: return the new struct, or declare the tensors the function updates as `&mut Tensor<..>` parameters", quote::ToTokens::to_token_stream(&r.elem)),
+                        );
+                        continue;
+                    }
+                }
                 if let Some(sty) = structs.param_type(&pt.ty) {
                     if let Some(sp) = flatten_struct_param(name, mutable, &pt.ty, &sty, structs, &mut params, diag) {
                         struct_params.push(sp);
@@ -289,6 +298,7 @@ fn flatten_struct_param(
             shape: leaf.shape.iter().map(|&n| Dim::Const(n)).collect(),
             span: ty.span(),
             mutable: false,
+            in_place: false,
             field: Some(Box::new(FieldOf {
                 root: name.clone(),
                 root_ty: ty.clone(),
@@ -314,6 +324,9 @@ fn parse_param(
     diag: &mut Diagnostics,
 ) -> Option<Param> {
     let ty = written_type(ty);
+    if let Type::Reference(r) = ty {
+        return parse_reference_param(name, mutable, r, diag);
+    }
     if is_tensor_type(ty) {
         let (dtype, shape) = parse_tensor_type(ty, diag, "a parameter")?;
         return Some(Param::Tensor(TensorParam {
@@ -322,6 +335,7 @@ fn parse_param(
             shape,
             span: ty.span(),
             mutable,
+            in_place: false,
             field: None,
         }));
     }
@@ -352,6 +366,43 @@ fn parse_param(
         ),
     );
     None
+}
+
+/// A parameter of a reference type: `w: &mut Tensor<DT, dims...>` is a tensor updated in
+/// place; `&Tensor<..>` and references to host values are errors saying what to write.
+fn parse_reference_param(
+    name: syn::Ident,
+    mutable: bool,
+    r: &syn::TypeReference,
+    diag: &mut Diagnostics,
+) -> Option<Param> {
+    let elem = written_type(&r.elem);
+    if !is_tensor_type(elem) {
+        let what = if r.mutability.is_some() {
+            format!("`{name}` cannot be updated in place: `&mut` is for tensor parameters, and a host value is read-only; a scalar the function updates is a rank-0 tensor, `{name}: &mut Tensor<f32>`")
+        } else {
+            format!("unsupported parameter type for `{name}`: a host value is taken by value (`{name}: f32`), not by reference")
+        };
+        diag.error(crate::ir::SpanRange::of(r), what);
+        return None;
+    }
+    if r.mutability.is_none() {
+        diag.error(
+            crate::ir::SpanRange::of(r),
+            format!("`{name}` is a shared reference to a tensor: a tensor parameter is written `{name}: Tensor<..>` (the caller still passes `&array`, without a copy), or `{name}: &mut Tensor<..>` for a parameter the function updates in place"),
+        );
+        return None;
+    }
+    let (dtype, shape) = parse_tensor_type(elem, diag, "a parameter")?;
+    Some(Param::Tensor(TensorParam {
+        name,
+        dtype,
+        shape,
+        span: elem.span(),
+        mutable,
+        in_place: true,
+        field: None,
+    }))
 }
 
 /// The type as written, without the invisible group a `macro_rules!` `$t:ty` arrives in or parentheses.
@@ -511,8 +562,13 @@ fn check_product_params(
 
 /// The spans of a `Tensor<DT, dims...>` type's dims, one per axis (none for another type).
 fn dim_spans(ty: &Type) -> Vec<proc_macro2::Span> {
-    let Type::Path(tp) = written_type(ty) else {
-        return Vec::new();
+    let tp = match written_type(ty) {
+        Type::Path(tp) => tp,
+        Type::Reference(r) => match written_type(&r.elem) {
+            Type::Path(tp) => tp,
+            _ => return Vec::new(),
+        },
+        _ => return Vec::new(),
     };
     match tp.path.segments.last().map(|s| &s.arguments) {
         Some(PathArguments::AngleBracketed(a)) => a.args.iter().skip(1).map(|g| g.span()).collect(),

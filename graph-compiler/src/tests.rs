@@ -742,3 +742,27 @@ fn integer_division_gets_a_check_and_float_division_does_not() {
         .all(|c| g.node(c.inputs[0]).dtype == DType::I32));
     assert_eq!(g.effects.len(), 2);
 }
+
+#[test]
+fn an_in_place_parameter_records_its_final_value_which_dce_keeps() {
+    let (mut g, mut d) = lowered(quote! {
+        fn f(w: &mut Tensor<f32, 4>, keep: &mut Tensor<f32, 4>, x: Tensor<f32, 4>) -> Tensor<f32, 4> {
+            w = w + x;
+            let keep = keep * 2.0;
+            w = exp(w);
+            x * keep
+        }
+    });
+    assert!(!d.has_errors());
+    // `keep` is shadowed, never reassigned: only `w` is written, with its last value.
+    let &[(0, wb)] = &g.writebacks[..] else {
+        panic!("one writeback: {:?}", g.writebacks)
+    };
+    assert_eq!(g.node(wb).op, Op::Unary(UnaryOp::Exp));
+    passes::optimise(&mut g, &PassConfig::default(), &mut d);
+    assert!(passes::dce::live_nodes(&g)[g.writebacks[0].1 .0]);
+    assert_eq!(
+        live_ops(&g),
+        ["input", "input", "input", "add", "constant", "mul", "exp", "mul"]
+    );
+}

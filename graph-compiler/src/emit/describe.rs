@@ -289,11 +289,20 @@ pub fn body(
                     Some(x) => quote!(::std::option::Option::Some(#x)),
                     None => quote!(::std::option::Option::None),
                 };
-                inputs.push(quote!(::grafo::InputDef { name: ::std::string::String::from(#nm), dtype: ::std::option::Option::Some(#dt), shape: #shape, node: #node }));
+                let written = graph
+                    .writebacks
+                    .iter()
+                    .find(|&&(p, w)| p == i && graph.node(w).op != (Op::Input { param: i }))
+                    .and_then(|&(_, w)| index[w.0]);
+                let written = match written {
+                    Some(x) => quote!(::std::option::Option::Some(#x)),
+                    None => quote!(::std::option::Option::None),
+                };
+                inputs.push(quote!(::grafo::InputDef { name: ::std::string::String::from(#nm), dtype: ::std::option::Option::Some(#dt), shape: #shape, node: #node, written_from: #written }));
             }
             Param::Host(h) => {
                 let nm = h.name.to_string();
-                inputs.push(quote!(::grafo::InputDef { name: ::std::string::String::from(#nm), dtype: ::std::option::Option::None, shape: ::std::vec::Vec::new(), node: ::std::option::Option::None }));
+                inputs.push(quote!(::grafo::InputDef { name: ::std::string::String::from(#nm), dtype: ::std::option::Option::None, shape: ::std::vec::Vec::new(), node: ::std::option::Option::None, written_from: ::std::option::Option::None }));
             }
         }
     }

@@ -21,16 +21,20 @@ fn e(id: NodeId) -> Ident {
 /// arrays are gone when it returns.
 const CHUNK_STATEMENTS: usize = 128;
 
-/// The statements of the eager body; the results are bound to `__results`.
+/// The statements of the eager body; the results are bound to `__results`, then the
+/// in-place parameters' new values are written into the caller's arrays (nothing after can
+/// fail, so an `Err` leaves every parameter untouched).
 pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
-    let mut out = region(graph, params, Region::Main, &graph.outputs);
+    let new_values: Vec<NodeId> = graph.writebacks.iter().map(|&(_, w)| w).collect();
+    let live_after: Vec<NodeId> = graph.outputs.iter().chain(&new_values).copied().collect();
+    let mut out = region(graph, params, Region::Main, &live_after);
     let mut results = Vec::new();
     for (k, &o) in graph.outputs.iter().enumerate() {
         let rank = graph.node(o).shape.len();
         let et = elem_ty(graph.node(o).dtype);
         let dt = super::dim_ty(rank);
         let id = e(o);
-        let again = graph.outputs[k + 1..].contains(&o);
+        let again = graph.outputs[k + 1..].contains(&o) || new_values.contains(&o);
         let val = if again {
             quote!(#id.to_owned())
         } else {
@@ -39,7 +43,40 @@ pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
         results.push(quote!(::grafo::__private::compiled::into_rank::<#et, #dt>(#val)?));
     }
     out.extend(quote!(let __results = (#(#results,)*);));
+    out.extend(writebacks(graph, params));
     out
+}
+
+/// Writes each in-place parameter's new value into the caller's array; a value that is a
+/// parameter updated in place (`w = m; m = w`) is copied before the first write.
+fn writebacks(graph: &Graph, params: &[Param]) -> TokenStream {
+    let mut copies = TokenStream::new();
+    let mut writes = TokenStream::new();
+    for (k, &(p, w)) in graph.writebacks.iter().enumerate() {
+        let Param::Tensor(t) = &params[p] else {
+            continue;
+        };
+        if graph.node(w).op == (Op::Input { param: p }) {
+            continue;
+        }
+        let reads_in_place = match graph.node(w).op {
+            Op::Input { param } => matches!(&params[param], Param::Tensor(q) if q.in_place),
+            _ => false,
+        };
+        let value = e(w);
+        let source = if reads_in_place {
+            let local = format_ident!("__new_value_{}", k);
+            copies.extend(quote!(let #local = #value.to_owned();));
+            local
+        } else {
+            value
+        };
+        let name = &t.name;
+        writes.extend(
+            quote!(::grafo::__private::compiled::write_param_eager(&mut #name, &#source.view());),
+        );
+    }
+    quote!(#copies #writes)
 }
 
 /// One statement of a region: its code and the values it binds.
@@ -377,7 +414,7 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
             .iter()
             .enumerate()
             .any(|(i, n)| i > last_result && !n.poisoned && n.inputs.contains(&v))
-            || graph.outputs.contains(&v)
+            || graph.read_at_end(v)
     };
     let vals = |outs: &[NodeId], r: Region| -> Vec<TokenStream> {
         outs.iter()

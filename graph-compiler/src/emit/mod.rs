@@ -153,8 +153,9 @@ pub fn dim_value(shape: &[Dim]) -> TokenStream {
     }
 }
 
-/// The public parameter list: tensors as `impl TensorArg`, host values as declared, a
-/// struct parameter as `&Net` in the place of its first leaf (its other leaves are not listed).
+/// The public parameter list: tensors as `impl TensorArg` (`impl TensorArgMut` when updated
+/// in place), host values as declared, a struct parameter as `&Net` in the place of its
+/// first leaf (its other leaves are not listed).
 pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
@@ -173,7 +174,11 @@ pub fn public_params(params: &[Param]) -> Vec<TokenStream> {
                 let et = elem_ty(t.dtype);
                 let dt = dim_ty(t.shape.len());
                 let lt = syn::Lifetime::new(&format!("'__a{i}"), Span::call_site());
-                quote!(#name: impl ::grafo::__private::compiled::TensorArg<#lt, #et, #dt>)
+                if t.in_place {
+                    quote!(#name: impl ::grafo::__private::compiled::TensorArgMut<#lt, #et, #dt>)
+                } else {
+                    quote!(#name: impl ::grafo::__private::compiled::TensorArg<#lt, #et, #dt>)
+                }
             }
             Param::Host(h) => {
                 let name = &h.name;
@@ -199,7 +204,8 @@ pub fn lifetimes(params: &[Param]) -> TokenStream {
     }
 }
 
-/// The parameter list of the inner functions: tensors as `ArrayView`s.
+/// The parameter list of the inner functions: tensors as `ArrayView`s (`ArrayViewMut` when
+/// updated in place).
 pub fn view_params(params: &[Param]) -> Vec<TokenStream> {
     params
         .iter()
@@ -208,13 +214,43 @@ pub fn view_params(params: &[Param]) -> Vec<TokenStream> {
                 let name = &t.name;
                 let et = elem_ty(t.dtype);
                 let dt = dim_ty(t.shape.len());
-                quote!(#name: ::grafo::ndarray::ArrayView<'_, #et, #dt>)
+                if t.in_place {
+                    quote!(mut #name: ::grafo::ndarray::ArrayViewMut<'_, #et, #dt>)
+                } else {
+                    quote!(#name: ::grafo::ndarray::ArrayView<'_, #et, #dt>)
+                }
             }
             Param::Host(h) => {
                 let name = &h.name;
                 let ty = &h.ty;
                 quote!(#name: #ty)
             }
+        })
+        .collect()
+}
+
+/// The statements turning each tensor argument into a view (`TensorArg::arg_view`, or
+/// `TensorArgMut::arg_view_mut` for a parameter updated in place).
+pub fn arg_views(params: &[Param]) -> Vec<TokenStream> {
+    params
+        .iter()
+        .map(|p| match p {
+            // A struct parameter's leaf: a view of its field.
+            Param::Tensor(t) if t.field.is_some() => {
+                let n = &t.name;
+                let f = t.field.as_ref().expect("a struct leaf");
+                let (root, access) = (&f.root, &f.access);
+                quote!(let #n = #root #access.view();)
+            }
+            Param::Tensor(t) if t.in_place => {
+                let n = &t.name;
+                quote!(let mut #n = ::grafo::__private::compiled::TensorArgMut::arg_view_mut(#n);)
+            }
+            Param::Tensor(t) => {
+                let n = &t.name;
+                quote!(let #n = ::grafo::__private::compiled::TensorArg::arg_view(#n);)
+            }
+            Param::Host(_) => quote!(),
         })
         .collect()
 }
@@ -360,7 +396,14 @@ pub fn host_range_checks(graph: &Graph, params: &[Param]) -> TokenStream {
             .copied()
             .chain(predicate)
     });
-    for o in graph.outputs.iter().copied().chain(cond_values) {
+    let writebacks = graph.writebacks.iter().map(|&(_, w)| w);
+    for o in graph
+        .outputs
+        .iter()
+        .copied()
+        .chain(writebacks)
+        .chain(cond_values)
+    {
         used[o.0] = true;
     }
     for (id, n) in graph.nodes.iter().enumerate() {

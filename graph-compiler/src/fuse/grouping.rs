@@ -37,7 +37,11 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         }
     }
     let mut pinned = vec![false; n];
-    for &o in &graph.outputs {
+    for &o in graph
+        .outputs
+        .iter()
+        .chain(graph.writebacks.iter().map(|(_, w)| w))
+    {
         uses[o.0] += 1;
         pinned[o.0] = true;
     }
@@ -357,6 +361,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         groups,
         group_of,
         loops,
+        into_param: vec![None; n],
     }
 }
 

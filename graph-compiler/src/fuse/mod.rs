@@ -116,4 +116,7 @@ pub struct Plan {
     pub group_of: Vec<Option<usize>>,
     /// For each group that runs a fused loop, how the loop reads and computes (emit renders it).
     pub loops: Vec<Option<LoopPlan>>,
+    /// For each node: the in-place parameter whose caller's memory its elementwise loop
+    /// writes (the new value of that parameter; such loops run last in the main schedule).
+    pub into_param: Vec<Option<usize>>,
 }

@@ -94,6 +94,9 @@ pub struct TensorParam {
     pub span: Span,
     /// Declared `mut x: ...`: reassignable in the body like a `let mut`.
     pub mutable: bool,
+    /// Declared `w: &mut Tensor<...>`: updated in place, the caller's array receives the
+    /// value `w` holds at the end of the body (when the body reassigns it).
+    pub in_place: bool,
     /// Set when this tensor is a field of a struct parameter (`p: Net` is passed as its
     /// leaf tensors, one parameter each): where it sits in the struct.
     pub field: Option<Box<FieldOf>>,
@@ -165,6 +168,10 @@ pub struct Graph {
     pub conds: Vec<Cond>,
     /// Values returned, in order.
     pub outputs: Vec<NodeId>,
+    /// The in-place parameters the body reassigns (`w: &mut Tensor<..>`), each with the value
+    /// `w` holds at the end of the body: the parameter's new value, written into the caller's
+    /// array. Kept alive like an output; in parameter order.
+    pub writebacks: Vec<(usize, NodeId)>,
     /// Effect nodes (asserts) of the main region, in program order.
     pub effects: Vec<NodeId>,
     /// The host parameters' identifiers as written, for emitting a host read (`Op::Host`
@@ -219,6 +226,25 @@ impl Graph {
             .map(|(i, _)| i + 1)
             .max()
             .unwrap_or(0)
+    }
+
+    /// Whether `v` is read once the schedule has run: a result, or an in-place parameter's
+    /// new value (so no buffer plan may free, move or overwrite it before).
+    pub fn read_at_end(&self, v: NodeId) -> bool {
+        self.outputs.contains(&v) || self.writebacks.iter().any(|&(_, w)| w == v)
+    }
+
+    /// The parameter whose caller's memory `v` reads, if it is a parameter or a view
+    /// (`reshape`) of one.
+    pub fn param_read_by(&self, mut v: NodeId) -> Option<usize> {
+        loop {
+            let n = self.node(v);
+            match n.op {
+                Op::Input { param } => return Some(param),
+                Op::Reshape => v = n.inputs[0],
+                _ => return None,
+            }
+        }
     }
 
     /// The scalar value of a constant node.

@@ -33,6 +33,8 @@ pub(super) enum Value {
 pub(super) struct Binding {
     pub(super) value: Value,
     pub(super) mutable: bool,
+    /// An in-place parameter (`w: &mut Tensor<..>`), which `*w` may also name.
+    pub(super) in_place: bool,
 }
 
 /// An arm being lowered: records the outer variables it reassigns (AutoGraph's rule).
@@ -195,10 +197,14 @@ impl Lowerer<'_> {
                 n.name = Some(name.to_string());
             }
         }
-        self.scopes
-            .last_mut()
-            .expect("a scope")
-            .insert(name.to_string(), Binding { value, mutable });
+        self.scopes.last_mut().expect("a scope").insert(
+            name.to_string(),
+            Binding {
+                value,
+                mutable,
+                in_place: false,
+            },
+        );
     }
 
     pub(super) fn lookup(&self, name: &str) -> Option<(usize, &Binding)> {
@@ -207,6 +213,24 @@ impl Lowerer<'_> {
             .enumerate()
             .rev()
             .find_map(|(d, s)| s.get(name).map(|b| (d, b)))
+    }
+
+    /// The name `*e` dereferences, when `e` names an in-place parameter (`w: &mut Tensor<..>`,
+    /// not shadowed); otherwise reports at `span` that only those can be dereferenced.
+    pub(super) fn in_place_name(&mut self, e: &syn::Expr, span: Span) -> Option<String> {
+        let name = match super::expr::unwrapped(e) {
+            syn::Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        };
+        if let Some(name) = name {
+            if self.lookup(&name).is_some_and(|(_, b)| b.in_place) {
+                return Some(name);
+            }
+            self.diag.error(span, format!("`*{name}`: only an in-place parameter (`{name}: &mut Tensor<..>`) can be dereferenced; `{name}` is a value, use it as `{name}`"));
+            return None;
+        }
+        self.diag.error(span, "`*` dereferences an in-place parameter (`*w` for `w: &mut Tensor<..>`); other dereferences are not supported in a `#[graph]` body");
+        None
     }
 
     pub(super) fn assign(&mut self, name: &str, value: Value, span: Span) {

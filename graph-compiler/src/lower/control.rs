@@ -143,8 +143,9 @@ impl Lowerer<'_> {
         for name in &names {
             let outer = snapshot
                 .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone());
+                .rev()
+                .find_map(|scope| scope.get(name))
+                .cloned();
             let tv = then_vars
                 .iter()
                 .find(|(n, _)| n == name)
@@ -270,22 +271,25 @@ impl Lowerer<'_> {
         }
     }
 
-    /// The current values of all variables (to restore between arms).
-    pub(super) fn snapshot(&self) -> Vec<(String, Value)> {
-        let mut out = Vec::new();
-        for scope in &self.scopes {
-            for (k, b) in scope {
-                out.retain(|(n, _): &(String, Value)| n != k);
-                out.push((k.clone(), b.value.clone()));
-            }
-        }
-        out
+    /// The current values of all variables, scope by scope (to restore between arms).
+    pub(super) fn snapshot(&self) -> Vec<HashMap<String, Value>> {
+        self.scopes
+            .iter()
+            .map(|scope| {
+                scope
+                    .iter()
+                    .map(|(k, b)| (k.clone(), b.value.clone()))
+                    .collect()
+            })
+            .collect()
     }
 
-    pub(super) fn restore(&mut self, snap: &[(String, Value)]) {
-        for scope in self.scopes.iter_mut() {
+    /// Gives every binding the value it had in `snap`, each in its own scope (a binding
+    /// shadowed in an inner scope keeps its own value, not the shadow's).
+    pub(super) fn restore(&mut self, snap: &[HashMap<String, Value>]) {
+        for (scope, saved) in self.scopes.iter_mut().zip(snap) {
             for (k, b) in scope.iter_mut() {
-                if let Some((_, v)) = snap.iter().find(|(n, _)| n == k) {
+                if let Some(v) = saved.get(k) {
                     b.value = v.clone();
                 }
             }

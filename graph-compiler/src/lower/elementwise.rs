@@ -164,9 +164,16 @@ impl Lowerer<'_> {
                 let r = infer::unary_of("!", OperandKind::Bool, (n.dtype, &n.shape));
                 Value::Tensor(self.typed(Op::Unary(UnaryOp::LogicalNot), vec![x], r, span))
             }
+            // `*w` reads an in-place parameter, as `w` does.
+            UnOp::Deref(_) => match self.in_place_name(&u.expr, span) {
+                Some(_) => self.lower_expr(&u.expr),
+                None => Value::Tensor(self.poisoned(span)),
+            },
             _ => {
-                self.diag
-                    .error(span, "dereference is not supported in a `#[graph]` body");
+                self.diag.error(
+                    span,
+                    "this unary operator is not supported in a `#[graph]` body",
+                );
                 Value::Tensor(self.poisoned(span))
             }
         }

@@ -334,6 +334,8 @@ impl<'a> Lowerer<'a> {
         }
         let mut subst: HashMap<String, Dim> = HashMap::new();
         let mut bindings: Vec<(String, Value)> = Vec::new();
+        // Each in-place parameter of the callee with the caller's variable it updates.
+        let mut updates: Vec<(String, String)> = Vec::new();
         // The tensor arguments whose product dims are matched after the loop, once every
         // plain dim of every argument is bound.
         let mut deferred = Vec::new();
@@ -352,7 +354,24 @@ impl<'a> Lowerer<'a> {
             };
             match p {
                 Param::Tensor(t) => {
-                    let id = self.operand(arg);
+                    let id = match self.in_place_argument(name, t, arg) {
+                        Ok(Some(var)) => {
+                            let value = self.lookup(&var).map(|(_, b)| b.value.clone());
+                            let id =
+                                value.and_then(|v| self.tensor_of(&v, arg_span, "an argument"));
+                            let Some(id) = id else {
+                                ok = false;
+                                continue;
+                            };
+                            updates.push((t.name.to_string(), var));
+                            id
+                        }
+                        Ok(None) => self.operand(arg),
+                        Err(()) => {
+                            ok = false;
+                            continue;
+                        }
+                    };
                     let id = self.resolve_weak_to(id, t.dtype, arg_span);
                     let n = self.graph.node(id).clone();
                     if n.poisoned {
@@ -423,23 +442,41 @@ impl<'a> Lowerer<'a> {
             .flat_map(|d| d.monomial().syms)
             .collect();
 
-        // Lower the callee's body in its own environment.
+        // Lower the callee's body in its own environment: its parameters' scope, then the
+        // body's (as for the root function, so `let w` in the body shadows parameter `w`).
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
         let saved_arms = std::mem::take(&mut self.arms);
         let saved_consts = std::mem::replace(&mut self.consts, self.callees.consts().clone());
         let saved_symbols = std::mem::replace(&mut self.symbols, symbols);
         let saved_subst = std::mem::replace(&mut self.dim_subst, subst);
         for (n, v) in bindings {
+            let (mutable, in_place) = match params.iter().find(|p| p.name() == n.as_str()) {
+                Some(Param::Tensor(t)) => (t.mutable || t.in_place, t.in_place),
+                Some(Param::Host(h)) => (h.mutable, false),
+                None => (false, false),
+            };
             self.scopes[0].insert(
                 n,
                 Binding {
                     value: v,
-                    mutable: false,
+                    mutable,
+                    in_place,
                 },
             );
         }
+        self.scopes.push(HashMap::new());
         let mark = self.diag.len();
         let result = self.lower_block_inner(&callee.block);
+        // The callee's in-place parameters' final values, for the caller's variables.
+        let updated: Vec<(String, Option<Value>)> = updates
+            .iter()
+            .map(|(param, var)| {
+                (
+                    var.clone(),
+                    self.scopes[0].get(param).map(|b| b.value.clone()),
+                )
+            })
+            .collect();
         let outputs: Vec<OutputDecl> = callee
             .sig
             .outputs
@@ -461,6 +498,19 @@ impl<'a> Lowerer<'a> {
                     .error(span, format!("in the call of `{name}` inlined here: {e}"));
             }
             return Value::Tensor(self.poisoned(span));
+        }
+
+        // The caller's variables passed as `&mut` take the callee's parameters' new values.
+        for ((var, value), (param, _)) in updated.into_iter().zip(&updates) {
+            let Some(Value::Tensor(id)) = value else {
+                continue;
+            };
+            let Some(Param::Tensor(t)) = params.iter().find(|p| p.name() == param.as_str()) else {
+                continue;
+            };
+            let id = self.resolve_weak_to(id, t.dtype, span);
+            let id = self.concrete(id);
+            self.assign(&var, Value::Tensor(id), span);
         }
 
         // The result, typed as the callee declares it and nested as it declares.
@@ -562,6 +612,69 @@ impl<'a> Lowerer<'a> {
             }
         }
         ok.then_some(v)
+    }
+
+    /// Checks how `arg` is passed to parameter `t` of callee `name`: an in-place parameter
+    /// takes `&mut var` of a mutable variable of the caller (its name is returned), any other
+    /// parameter a value. A mismatch is reported at the argument (`Err`).
+    fn in_place_argument(
+        &mut self,
+        name: &str,
+        t: &TensorParam,
+        arg: &Expr,
+    ) -> Result<Option<String>, ()> {
+        let param = &t.name;
+        let reference = match super::expr::unwrapped(arg) {
+            Expr::Reference(r) if r.mutability.is_some() => Some(r),
+            _ => None,
+        };
+        match (t.in_place, reference) {
+            (false, None) => Ok(None),
+            (false, Some(r)) => {
+                self.diag.error(
+                    r.span(),
+                    format!("parameter `{param}` of `{name}` takes a value, not `&mut`: pass it without `&mut` (only a `{param}: &mut Tensor<..>` parameter is updated in place)"),
+                );
+                Err(())
+            }
+            (true, None) => {
+                self.diag.error(
+                    arg.span(),
+                    format!("parameter `{param}` of `{name}` is updated in place (`{param}: &mut Tensor<..>`): pass a variable of the caller as `&mut var`, which then holds the new value"),
+                );
+                Err(())
+            }
+            (true, Some(r)) => {
+                let var = match super::expr::unwrapped(&r.expr) {
+                    Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+                    _ => None,
+                };
+                let Some(var) = var else {
+                    self.diag.error(
+                        r.expr.span(),
+                        format!("parameter `{param}` of `{name}` is updated in place: pass a variable (`&mut w`), not an expression"),
+                    );
+                    return Err(());
+                };
+                match self.lookup(&var) {
+                    Some((_, b)) if b.mutable => Ok(Some(var)),
+                    Some(_) => {
+                        self.diag.error(
+                            r.expr.span(),
+                            format!("cannot pass `&mut {var}` to `{name}`: `{var}` is not mutable; declare it `let mut {var}` (or, for a parameter, `{var}: &mut Tensor<..>` or `mut {var}: Tensor<..>`)"),
+                        );
+                        Err(())
+                    }
+                    None => {
+                        self.diag.error(
+                            r.expr.span(),
+                            format!("cannot find `{var}` in this `#[graph]` body"),
+                        );
+                        Err(())
+                    }
+                }
+            }
+        }
     }
 
     /// A dim of the function being lowered in the terms of the root function (the

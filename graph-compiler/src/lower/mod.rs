@@ -106,7 +106,17 @@ pub fn lower(
                 if t.field.is_some() {
                     continue;
                 }
-                lw.bind(&t.name.to_string(), Value::Tensor(id), t.mutable);
+                lw.bind(
+                    &t.name.to_string(),
+                    Value::Tensor(id),
+                    t.mutable || t.in_place,
+                );
+                if t.in_place {
+                    lw.scopes[0]
+                        .get_mut(&t.name.to_string())
+                        .expect("bound above")
+                        .in_place = true;
+                }
             }
             Param::Host(h) => {
                 let name = &h.name;
@@ -135,7 +145,11 @@ pub fn lower(
         });
         lw.bind(&sp.name.to_string(), value, sp.mutable);
     }
+    // The body's own scope: a `let w` there shadows parameter `w` without rebinding it, so
+    // the parameters' scope holds each in-place parameter's final value at the end.
+    lw.scopes.push(HashMap::new());
     let result = lw.lower_block_inner(body);
+    lw.record_writebacks(params);
     lw.check_weak_ranges();
     lw.graph.effects = std::mem::take(&mut lw.effects);
     let ret_span = body.stmts.last().map_or(fn_span, |s| s.span());
@@ -194,6 +208,56 @@ pub fn lower(
         }
     }
     Lowered { graph: lw.graph }
+}
+
+impl Lowerer<'_> {
+    /// Records the new value of every in-place parameter the body reassigned (the value its
+    /// binding in the parameters' scope, scope 0, holds now), checked against the declared
+    /// dtype and shape. A parameter left as it was gets no writeback.
+    fn record_writebacks(&mut self, params: &[Param]) {
+        for (i, p) in params.iter().enumerate() {
+            let Param::Tensor(t) = p else { continue };
+            if !t.in_place {
+                continue;
+            }
+            let name = t.name.to_string();
+            let Some(value) = self.scopes[0].get(&name).map(|b| b.value.clone()) else {
+                continue;
+            };
+            let input = self
+                .graph
+                .nodes
+                .iter()
+                .position(|n| n.op == Op::Input { param: i })
+                .map(NodeId);
+            if let Value::Tensor(id) = value {
+                if Some(id) == input {
+                    continue;
+                }
+            }
+            let span = match &value {
+                Value::Tensor(id) | Value::Host { node: Some(id), .. } => self.graph.node(*id).span,
+                _ => t.span.into(),
+            };
+            let what = format!("the new value of in-place parameter `{name}`");
+            let Some(id) = self.tensor_of(&value, span, &what) else {
+                continue;
+            };
+            let id = self.resolve_weak_to(id, t.dtype, span);
+            let id = self.concrete(id);
+            let n = self.graph.node(id);
+            if !n.poisoned && (n.dtype != t.dtype || n.shape != t.shape) {
+                let msg = format!(
+                    "{what} is {} but `{name}` is declared {}: the value assigned to an in-place parameter must keep its dtype and shape",
+                    type_str(n.dtype, &n.shape),
+                    type_str(t.dtype, &t.shape)
+                );
+                self.diag.error(span, msg);
+                continue;
+            }
+            self.graph.writebacks.push((i, id));
+        }
+    }
 }
 
 /// The values of `result` at the leaves of `tree`, in order; false if the nesting differs.

@@ -194,20 +194,7 @@ impl Lowerer<'_> {
         match e {
             Expr::Assign(a) => {
                 let value = self.lower_expr(&a.right);
-                match &*a.left {
-                    Expr::Path(p) if p.path.get_ident().is_some() => {
-                        let name = p.path.get_ident().expect("checked").to_string();
-                        let value = match value {
-                            Value::Tensor(id) => Value::Tensor(self.concrete(id)),
-                            v => v,
-                        };
-                        self.assign(&name, value, a.span());
-                    }
-                    other => self.diag.error(
-                        other.span(),
-                        "only a plain variable can be assigned in a `#[graph]` body (`y = ...`)",
-                    ),
-                }
+                self.assign_to(&a.left, value, a.span());
                 Value::Unit
             }
             Expr::ForLoop(f) => {
@@ -215,6 +202,68 @@ impl Lowerer<'_> {
                 Value::Unit
             }
             other => self.lower_expr(other),
+        }
+    }
+
+    /// `place = value`: a variable (`y = ...`), an in-place parameter through `*w = ...`,
+    /// `_`, or a tuple of them taking a tuple apart (`(w, m, v) = apply_adam(..)`).
+    fn assign_to(&mut self, place: &Expr, value: Value, span: Span) {
+        match place {
+            Expr::Paren(p) => self.assign_to(&p.expr, value, span),
+            Expr::Group(g) => self.assign_to(&g.expr, value, span),
+            Expr::Infer(_) => {}
+            Expr::Tuple(t) => match value {
+                Value::Tuple(vs) if vs.len() == t.elems.len() => {
+                    for (p, v) in t.elems.iter().zip(vs) {
+                        self.assign_to(p, v, span);
+                    }
+                }
+                // An error was reported where the value came from: assign quietly.
+                Value::Tensor(id) if self.graph.node(id).poisoned => {
+                    for p in &t.elems {
+                        self.assign_to(p, Value::Tensor(id), span);
+                    }
+                }
+                other => {
+                    let found = match &other {
+                        Value::Tuple(vs) => format!("a tuple of {}", vs.len()),
+                        _ => "a single value".to_string(),
+                    };
+                    self.diag.error(
+                        t.span(),
+                        format!(
+                            "the tuple assigned to has {} elements but the value is {found}",
+                            t.elems.len()
+                        ),
+                    );
+                }
+            },
+            _ => {
+                let name = match place {
+                    // `*w = ...` assigns an in-place parameter, as `w = ...` does.
+                    Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                        match self.in_place_name(&u.expr, u.span()) {
+                            Some(name) => name,
+                            None => return,
+                        }
+                    }
+                    Expr::Path(p) if p.path.get_ident().is_some() => {
+                        p.path.get_ident().expect("checked").to_string()
+                    }
+                    other => {
+                        self.diag.error(
+                            other.span(),
+                            "only a variable, `*w` of an in-place parameter, `_` or a tuple of them can be assigned in a `#[graph]` body (`y = ...`, `(w, m) = ...`)",
+                        );
+                        return;
+                    }
+                };
+                let value = match value {
+                    Value::Tensor(id) => Value::Tensor(self.concrete(id)),
+                    v => v,
+                };
+                self.assign(&name, value, span);
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Dead-code elimination: computes which nodes are live (reachable from the outputs and the asserts); the rest is never emitted.
+//! Dead-code elimination: computes which nodes are live (reachable from the outputs, the in-place parameters' new values and the asserts); the rest is never emitted.
 //!
 //! A cond whose results are all dead (and whose arms check nothing) is removed; a live cond
 //! loses its dead outputs, so neither arm computes a value nobody reads (the early-stop
@@ -61,10 +61,12 @@ fn prune_dead_outputs(graph: &mut Graph, cond: CondId, live: &[bool]) {
     c.results = results;
     c.names = names;
 }
-/// Which nodes are needed: outputs, effects, and everything they read (conds pull in their predicate and live arms).
+/// Which nodes are needed: outputs, in-place parameters' new values, effects, and everything
+/// they read (conds pull in their predicate and live arms).
 pub fn live_nodes(graph: &Graph) -> Vec<bool> {
     let mut live = vec![false; graph.nodes.len()];
     let mut stack: Vec<NodeId> = graph.outputs.clone();
+    stack.extend(graph.writebacks.iter().map(|&(_, w)| w));
     stack.extend(graph.effects.iter().copied());
     let mut cond_live = vec![false; graph.conds.len()];
     let checks: Vec<bool> = (0..graph.conds.len())

@@ -76,7 +76,8 @@ pub fn optimise(graph: &mut Graph, config: &PassConfig, diag: &mut crate::diag::
     }
 }
 
-/// Replaces every use of `from` by `to`: node inputs, cond outputs and predicates, graph outputs.
+/// Replaces every use of `from` by `to`: node inputs, cond outputs and predicates, graph
+/// outputs and in-place parameters' new values.
 pub fn replace_uses(graph: &mut Graph, from: NodeId, to: NodeId) {
     if from == to {
         return;
@@ -103,6 +104,11 @@ pub fn replace_uses(graph: &mut Graph, from: NodeId, to: NodeId) {
     for o in graph.outputs.iter_mut() {
         if *o == from {
             *o = to;
+        }
+    }
+    for (_, w) in graph.writebacks.iter_mut() {
+        if *w == from {
+            *w = to;
         }
     }
 }

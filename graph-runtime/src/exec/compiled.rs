@@ -2,7 +2,10 @@
 
 use super::buffer;
 use crate::error::Error;
-use ndarray::{Array, ArrayBase, ArrayView, CowArray, Data, Dimension, IxDyn};
+use ndarray::{
+    Array, ArrayBase, ArrayView, ArrayViewD, ArrayViewMut, CowArray, Data, DataMut, Dimension,
+    IxDyn,
+};
 
 // The output buffers the emitted code writes its results through live with the other
 // buffers; the emitted code names them here.
@@ -28,6 +31,121 @@ impl<'a, T, D: Dimension> TensorArg<'a, T, D> for ArrayView<'a, T, D> {
     #[inline]
     fn arg_view(self) -> ArrayView<'a, T, D> {
         self
+    }
+}
+
+/// What a compiled function accepts for an in-place parameter `w: &mut Tensor<T, ...>` of rank
+/// `D`: `&mut Array` (any owned or mutably viewable array) or an `ArrayViewMut`, in any layout.
+pub trait TensorArgMut<'a, T, D: Dimension> {
+    fn arg_view_mut(self) -> ArrayViewMut<'a, T, D>;
+}
+
+impl<'a, T, S, D> TensorArgMut<'a, T, D> for &'a mut ArrayBase<S, D>
+where
+    S: DataMut<Elem = T>,
+    D: Dimension,
+{
+    #[inline]
+    fn arg_view_mut(self) -> ArrayViewMut<'a, T, D> {
+        self.view_mut()
+    }
+}
+
+impl<'a, T, D: Dimension> TensorArgMut<'a, T, D> for ArrayViewMut<'a, T, D> {
+    #[inline]
+    fn arg_view_mut(self) -> ArrayViewMut<'a, T, D> {
+        self
+    }
+}
+
+/// An in-place parameter during a compiled call whose loop writes the parameter's new value
+/// straight into the caller's memory: the call reads the current value through
+/// [`InPlace::current`] and the loop writes through [`InPlace::target`], the parameter's own
+/// elements when it is in standard layout. A parameter in another layout (a transposed or
+/// sliced view) is staged: a contiguous copy made at entry is read and written instead, and
+/// [`InPlace::finish`] writes it back.
+pub struct InPlace<'p, 'a, T, D: Dimension> {
+    param: &'p mut ArrayViewMut<'a, T, D>,
+    staged: Option<Vec<T>>,
+}
+
+impl<'p, 'a, T: Copy, D: Dimension> InPlace<'p, 'a, T, D> {
+    /// The parameter `name`, staged when it is not in standard layout (the copy's buffer is
+    /// allocated fallibly: [`Error::OutOfMemory`] names the parameter).
+    #[inline]
+    pub fn new(name: &'static str, param: &'p mut ArrayViewMut<'a, T, D>) -> Result<Self, Error> {
+        let staged = if param.is_standard_layout() {
+            None
+        } else {
+            let mut data = buffer::with_capacity(name, param.len())?;
+            data.extend(param.iter().copied());
+            Some(data)
+        };
+        Ok(InPlace { param, staged })
+    }
+
+    /// The parameter's value as the call found it, row-major.
+    #[inline]
+    pub fn current(&self) -> &[T] {
+        match &self.staged {
+            Some(s) => s,
+            None => match self.param.as_slice() {
+                Some(s) => s,
+                None => contiguous_invariant(),
+            },
+        }
+    }
+
+    /// Where the parameter's new value goes, row-major: its own elements, or the staged copy.
+    #[inline]
+    pub fn target(&mut self) -> &mut [T] {
+        match &mut self.staged {
+            Some(s) => s,
+            None => match self.param.as_slice_mut() {
+                Some(s) => s,
+                None => contiguous_invariant(),
+            },
+        }
+    }
+
+    /// Writes a staged copy back into the parameter (nothing to do when the loop wrote the
+    /// parameter itself).
+    #[inline]
+    pub fn finish(self) {
+        if let Some(s) = self.staged {
+            write_param(self.param, &s);
+        }
+    }
+}
+
+/// Writes `value` (row-major, the parameter's element count) into an in-place parameter of
+/// any layout: the copy path of a parameter's new value.
+#[inline]
+pub fn write_param<T: Copy, D: Dimension>(param: &mut ArrayViewMut<'_, T, D>, value: &[T]) {
+    if value.len() != param.len() {
+        contiguous_invariant();
+    }
+    match param.as_slice_mut() {
+        Some(s) => s.copy_from_slice(value),
+        None => param.iter_mut().zip(value).for_each(|(p, v)| *p = *v),
+    }
+}
+
+/// Writes an eager value into an in-place parameter of any layout (`NAME::eager`'s last step).
+#[inline]
+pub fn write_param_eager<T: Copy, D: Dimension>(
+    param: &mut ArrayViewMut<'_, T, D>,
+    value: &ArrayViewD<'_, T>,
+) {
+    if value.shape() != param.shape() {
+        contiguous_invariant();
+    }
+    match value.as_slice() {
+        Some(s) => write_param(param, s),
+        None => param
+            .iter_mut()
+            .zip(value.iter())
+            .for_each(|(p, v)| *p = *v),
     }
 }
 

@@ -115,6 +115,9 @@ pub struct InputDef {
     pub dtype: Option<DType>,
     pub shape: Vec<Dim>,
     pub node: Option<usize>,
+    /// For a parameter the function updates in place (`w: &mut Tensor<..>`) and reassigns:
+    /// the node whose value is written into the caller's array at the end.
+    pub written_from: Option<usize>,
 }
 
 /// The whole compiled graph of one `#[graph]` function.

@@ -47,6 +47,19 @@ impl GraphDef {
                 }
             }
         }
+        // An in-place parameter's new value goes back into the parameter.
+        for input in &self.inputs {
+            let (Some(from), Some(to)) = (input.written_from, input.node) else {
+                continue;
+            };
+            if from < self.nodes.len() && to < self.nodes.len() {
+                let _ = writeln!(
+                    out,
+                    "  n{from} -> n{to} [label=\"{}\", style=dashed, constraint=false];",
+                    escape(&format!("new value of {}", input.name))
+                );
+            }
+        }
         // A cond node also reads its predicate and, per output, the value of each arm.
         for (k, cond) in self.conds.iter().enumerate() {
             let Some(target) = self.nodes.get(cond.node) else {
@@ -207,7 +220,7 @@ fn write_node(graph: &GraphDef, i: usize, node: &NodeDef, indent: &str, out: &mu
         "cond" => extra.push_str(", shape=diamond, style=solid"),
         _ => {}
     }
-    if graph.outputs.contains(&i) {
+    if graph.outputs.contains(&i) || graph.inputs.iter().any(|p| p.written_from == Some(i)) {
         extra.push_str(", peripheries=2");
     }
     let _ = writeln!(out, "{indent}n{i} [label=\"{}\"{extra}];", escape(&label));

@@ -25,7 +25,10 @@ impl<'a> Emitter<'a> {
                 let rid = v(r);
                 quote!(#rid)
             }
-            Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
+            Some(Store::Owned)
+            | Some(Store::Slice)
+            | Some(Store::Alias(_))
+            | Some(Store::Param) => {
                 let s = self.slice(o);
                 quote!(::grafo::__private::buffer::copied("result", #s)?)
             }
@@ -81,7 +84,10 @@ impl<'a> Emitter<'a> {
                 let vid = v(id);
                 quote!(#vid)
             }
-            Some(Store::Owned) | Some(Store::Slice) | Some(Store::Alias(_)) => {
+            Some(Store::Owned)
+            | Some(Store::Slice)
+            | Some(Store::Alias(_))
+            | Some(Store::Param) => {
                 let s = self.slice(id);
                 quote!((#s)[0])
             }
@@ -100,8 +106,15 @@ impl<'a> Emitter<'a> {
 
     /// The frees the buffer plan puts after group `gid`.
     pub(super) fn frees(&mut self, gid: usize) -> TokenStream {
+        let sched = self.sched;
+        self.free_values(&sched.frees_after[gid])
+    }
+
+    /// Gives the buffers of `values` back to their slots (a cond's result to the slot of the
+    /// arm value moved into it), skipping those moved or not owned.
+    pub(super) fn free_values(&mut self, values: &[NodeId]) -> TokenStream {
         let mut out = TokenStream::new();
-        for &f in &self.sched.frees_after[gid] {
+        for &f in values {
             if self.moved.contains(&f) || self.store.get(&f) != Some(&Store::Owned) {
                 continue;
             }

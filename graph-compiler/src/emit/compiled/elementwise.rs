@@ -4,6 +4,7 @@ use super::loops::{rows_kernel, rows_writer_kernel, LoopLeaves};
 use super::{v, Emitter, Store};
 use crate::emit::{elem_ty, len_expr, quote};
 use crate::fuse::Group;
+use crate::ir::Op;
 use proc_macro2::TokenStream;
 
 impl<'a> Emitter<'a> {
@@ -13,12 +14,22 @@ impl<'a> Emitter<'a> {
         let et = elem_ty(n.dtype);
         let lp = self.loop_plan(g);
         let flat = lp.flat;
+        // An in-place parameter's new value is written into the parameter, which the loop
+        // then reads from its output (fusion's `into_param`).
+        let param = self.plan.into_param[root.0];
         // Written in place over a dead input: that input is read from the output itself.
-        let in_place = self.sched.in_place[root.0].filter(|&l| {
-            self.store.get(&l) == Some(&Store::Owned)
-                && !self.moved.contains(&l)
-                && self.may_move(l)
-        });
+        let in_place = match param {
+            Some(p) => lp
+                .leaves
+                .iter()
+                .map(|&(l, _)| l)
+                .find(|&l| self.node(l).op == Op::Input { param: p }),
+            None => self.sched.in_place[root.0].filter(|&l| {
+                self.store.get(&l) == Some(&Store::Owned)
+                    && !self.moved.contains(&l)
+                    && self.may_move(l)
+            }),
+        };
         let mut ll = self.leaves(&lp, in_place);
         if let Some(l) = in_place {
             let read = if flat {
@@ -33,7 +44,7 @@ impl<'a> Emitter<'a> {
         // A result not written over a dead input is made by the call that runs the kernel
         // (`ExecCtx::take_written` for a slot, `compiled::fresh_by_blocks` otherwise), so a
         // new buffer is initialised block by block as the kernel writes it.
-        let fresh = in_place.is_none();
+        let fresh = in_place.is_none() && param.is_none();
         let op = n.op.name();
         let len = len_expr(&n.shape);
         let cost = self.cost(g);
@@ -46,7 +57,9 @@ impl<'a> Emitter<'a> {
             }
         };
         let vid = v(root);
-        let alloc = if fresh {
+        let alloc = if let Some(p) = param {
+            self.in_place_target(root, p)
+        } else if fresh {
             self.store.insert(root, Store::Owned);
             TokenStream::new()
         } else {

@@ -24,6 +24,7 @@ mod regions;
 mod rows;
 mod scalar;
 pub mod selection;
+mod writeback;
 
 pub use scalar::{literal, scalar_op};
 
@@ -39,6 +40,9 @@ enum Store {
     Owned,
     /// A view of another value's storage (`reshape`).
     Alias(NodeId),
+    /// A `&mut [T]` into an in-place parameter's memory (its new value, written there by its
+    /// loop: `writeback.rs`).
+    Param,
 }
 
 pub struct Emitter<'a> {
@@ -99,18 +103,22 @@ impl<'a> Emitter<'a> {
         self.graph.node(id)
     }
 
-    /// The body of `__compiled`: parameters to slices, the schedule, the results.
+    /// The body of `__compiled`: parameters to slices, the schedule, the results, the
+    /// in-place parameters' new values.
+    ///
+    /// Everything that can fail runs before the first write into a caller's array: the
+    /// groups, then the copies the results and the parameters' new values take, then the
+    /// loops that write parameters in place (`writeback.rs`) and the copies into the others;
+    /// the results are assembled last.
     pub fn body(&mut self, params: &[Param]) -> TokenStream {
         let mut out = TokenStream::new();
         for (i, p) in params.iter().enumerate() {
             let Param::Tensor(t) = p else { continue };
-            let Some(id) = self
-                .graph
-                .nodes
-                .iter()
-                .position(|n| n.op == Op::Input { param: i })
-                .map(NodeId)
-            else {
+            if self.writes_in_place(i) {
+                out.extend(self.in_place_entry(i, t));
+                continue;
+            }
+            let Some(id) = self.input_of(i) else {
                 continue;
             };
             if !self.plan.live[id.0] {
@@ -121,9 +129,11 @@ impl<'a> Emitter<'a> {
             let vid = v(id);
             let et = elem_ty(t.dtype);
             if t.shape.is_empty() {
-                out.extend(
-                    quote!(let #vid: #et = ::grafo::__private::compiled::scalar_of(&#name);),
-                );
+                let view = match t.in_place {
+                    true => quote!(&#name.view()),
+                    false => quote!(&#name),
+                };
+                out.extend(quote!(let #vid: #et = ::grafo::__private::compiled::scalar_of(#view);));
                 self.store.insert(id, Store::Scalar);
             } else {
                 let cow = format_ident!("__cow_{}", id.0);
@@ -136,9 +146,24 @@ impl<'a> Emitter<'a> {
         }
         self.profile_labels = self.plan.groups.iter().map(|g| self.label(g)).collect();
         out.extend(self.size_checks(Region::Main));
+        // The loops that write parameters in place come last in the main schedule.
+        let mut last = Vec::new();
         match self.sched.fork.clone() {
             Some(fork) => out.extend(self.forked(&fork)),
-            None => out.extend(self.region(Region::Main)),
+            None => {
+                let mut ids = self
+                    .sched
+                    .region_groups
+                    .get(&Region::Main)
+                    .cloned()
+                    .unwrap_or_default();
+                let first = ids
+                    .iter()
+                    .position(|&g| self.plan.into_param[self.plan.groups[g].root.0].is_some())
+                    .unwrap_or(ids.len());
+                last = ids.split_off(first);
+                out.extend(self.run_groups(&ids));
+            }
         }
         // Results.
         let mut results = Vec::new();
@@ -159,13 +184,24 @@ impl<'a> Emitter<'a> {
             results.push((dv, data));
         }
         // Copies are taken before any buffer moves into the results (a returned view copies
-        // from the buffer another result takes).
+        // from the buffer another result takes), and before any parameter is written.
         let (hoisted, results) = copies_first(results, "__result");
+        out.extend(hoisted);
+        out.extend(self.writebacks(params, &last));
         let results = results
             .iter()
             .map(|(dv, data)| quote!(::grafo::__private::compiled::into_array(#dv, #data)?));
-        out.extend(quote!(#hoisted let __results = (#(#results,)*);));
+        out.extend(quote!(let __results = (#(#results,)*);));
         out
+    }
+
+    /// The `Input` node of parameter `param`.
+    fn input_of(&self, param: usize) -> Option<NodeId> {
+        self.graph
+            .nodes
+            .iter()
+            .position(|n| n.op == Op::Input { param })
+            .map(NodeId)
     }
 
     fn label(&self, g: &Group) -> String {

@@ -163,7 +163,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// Emits groups in order, each followed by the frees the buffer plan puts after it.
-    fn run_groups(&mut self, ids: &[usize]) -> TokenStream {
+    pub(super) fn run_groups(&mut self, ids: &[usize]) -> TokenStream {
         let mut out = TokenStream::new();
         let mut pos = 0;
         while pos < ids.len() {

@@ -19,7 +19,9 @@ impl<'a> Emitter<'a> {
             LoopKind::RowReduction => Some((lp.shape.clone(), lp.split)),
             // An elementwise loop written over a dead input keeps its own loop.
             LoopKind::Elementwise
-                if !lp.shape.is_empty() && self.sched.in_place[root.0].is_none() =>
+                if !lp.shape.is_empty()
+                    && self.sched.in_place[root.0].is_none()
+                    && self.plan.into_param[root.0].is_none() =>
             {
                 Some((lp.shape.clone(), lp.split))
             }
