@@ -744,6 +744,28 @@ fn integer_division_gets_a_check_and_float_division_does_not() {
 }
 
 #[test]
+fn snapshot_in_place_adam_step() {
+    // The three new values are written into the caller's arrays by their own loops, which
+    // run last; the gradient's matmul keeps no epilogue over the parameter.
+    let out = crate::expand::expand(
+        quote!(),
+        quote! {
+            pub fn step(
+                x: Tensor<f32, B, 4>, labels: Tensor<i32, B>,
+                w: &mut Tensor<f32, 4, 3>, m: &mut Tensor<f32, 4, 3>, v: &mut Tensor<f32, 4, 3>,
+                t: f32,
+            ) -> Tensor<f32> {
+                let loss = reduce_mean(sparse_softmax_cross_entropy_with_logits(labels, matmul(x, w)));
+                let gw = gradients(loss, w);
+                (w, m, v) = apply_adam(w, m, v, pow(0.9, t), pow(0.999, t), 0.001, 0.9, 0.999, 1e-8, gw);
+                loss
+            }
+        },
+    );
+    insta::assert_snapshot!("in_place_adam_step", pretty(out));
+}
+
+#[test]
 fn an_in_place_parameter_records_its_final_value_which_dce_keeps() {
     let (mut g, mut d) = lowered(quote! {
         fn f(w: &mut Tensor<f32, 4>, keep: &mut Tensor<f32, 4>, x: Tensor<f32, 4>) -> Tensor<f32, 4> {
@@ -764,5 +786,86 @@ fn an_in_place_parameter_records_its_final_value_which_dce_keeps() {
     assert_eq!(
         live_ops(&g),
         ["input", "input", "input", "add", "constant", "mul", "exp", "mul"]
+    );
+}
+
+#[test]
+fn a_parameters_new_value_is_written_in_place_only_by_the_last_reader() {
+    // Read by nothing after: its loop writes the parameter, and runs last.
+    let (g, plan) = plan_of(quote! {
+        fn f(w: &mut Tensor<f32, 8>, x: Tensor<f32, 8>) -> Tensor<f32> {
+            w = w - x;
+            reduce_sum(x * x)
+        }
+    });
+    let wb = g.writebacks[0].1;
+    assert_eq!(plan.into_param[wb.0], Some(0));
+    assert_eq!(plan.groups.last().map(|gr| gr.root), Some(wb));
+    let sched = schedule::schedule(&g, &plan);
+    assert_eq!(
+        sched.slot[wb.0], None,
+        "no buffer: the parameter is the buffer"
+    );
+    // Read after the update, returned, or with the old value returned: the copy path.
+    for item in [
+        quote!(
+            fn f(w: &mut Tensor<f32, 8>, x: Tensor<f32, 8>) -> Tensor<f32> {
+                w = w - x;
+                reduce_sum(w)
+            }
+        ),
+        quote!(
+            fn f(w: &mut Tensor<f32, 8>, x: Tensor<f32, 8>) -> Tensor<f32, 8> {
+                w = w - x;
+                w
+            }
+        ),
+        quote!(
+            fn f(w: &mut Tensor<f32, 8>, x: Tensor<f32, 8>) -> Tensor<f32, 8> {
+                let o = w;
+                w = w - x;
+                o
+            }
+        ),
+    ] {
+        let (g, plan) = plan_of(item);
+        let wb = g.writebacks[0].1;
+        assert_eq!(plan.into_param[wb.0], None);
+        let sched = schedule::schedule(&g, &plan);
+        assert_eq!(
+            sched.last_use[wb.0],
+            Some(plan.groups.len()),
+            "kept to the end"
+        );
+    }
+    // Two parameters' loops: `w`'s reads `m`'s new value, never `m`'s old one.
+    let (g, plan) = plan_of(quote! {
+        fn f(w: &mut Tensor<f32, 8>, m: &mut Tensor<f32, 8>, x: Tensor<f32, 8>) -> Tensor<f32> {
+            m = m * 0.9 + x;
+            w = w - m;
+            reduce_sum(x)
+        }
+    });
+    assert!(g
+        .writebacks
+        .iter()
+        .all(|&(p, w)| plan.into_param[w.0] == Some(p)));
+    let (g, plan) = plan_of(quote! {
+        fn f(w: &mut Tensor<f32, 8>, m: &mut Tensor<f32, 8>, x: Tensor<f32, 8>) -> Tensor<f32> {
+            let old = m;
+            m = m * 0.9 + x;
+            w = w - old;
+            reduce_sum(x)
+        }
+    });
+    let into: Vec<Option<usize>> = g
+        .writebacks
+        .iter()
+        .map(|&(_, w)| plan.into_param[w.0])
+        .collect();
+    assert_eq!(
+        into,
+        [Some(0), None],
+        "`m` is read by `w`'s loop, so it is copied"
     );
 }

@@ -112,6 +112,10 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         materialised[i] = !inline;
     }
 
+    // In-place parameters' new values whose loops write the caller's memory (they keep
+    // their own loop: an epilogue would write the product over the parameter it reads).
+    let into_param = super::into_param::into_param(graph, &live, &materialised);
+
     // Epilogues: a materialised elementwise result whose fused tree reads a matmul/conv2d
     // used only there, of the same shape, computes that tail inside the kernel's epilogue.
     let mut absorbed = vec![false; n];
@@ -120,6 +124,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         for i in 0..n {
             let node = &graph.nodes[i];
             if !live[i]
+                || into_param[i].is_some()
                 || !materialised[i]
                 || node.poisoned
                 || !node.op.is_elementwise()
@@ -219,12 +224,18 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
             recorded_by: None,
         });
     };
+    // The loops writing parameters in place run last (`into_param.rs`).
+    let mut last: Vec<usize> = Vec::new();
     for i in 0..n {
         while let Some((at, c)) = checks_only.next_if(|&(at, _)| at <= i) {
             checks_group(&mut groups, at, c);
         }
         let node = &graph.nodes[i];
         if !live[i] || !materialised[i] || absorbed[i] || into_pool[i] || node.poisoned {
+            continue;
+        }
+        if into_param[i].is_some() {
+            last.push(i);
             continue;
         }
         let id = NodeId(i);
@@ -348,6 +359,29 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
     for (at, c) in checks_only {
         checks_group(&mut groups, at, c);
     }
+    for i in last {
+        let id = NodeId(i);
+        let mut tree = Vec::new();
+        collect_tree(graph, id, &materialised, &mut tree);
+        let group = Group {
+            id: groups.len(),
+            kind: GroupKind::Elementwise,
+            root: id,
+            nodes: tree,
+            anchor: None,
+            producer: None,
+            region: Region::Main,
+            cond: None,
+            records_for: None,
+            recorded_by: None,
+        };
+        for &m in &group.nodes {
+            if group_of[m.0].is_none() {
+                group_of[m.0] = Some(group.id);
+            }
+        }
+        groups.push(group);
+    }
     if config.fusion {
         record_reductions_in_convolutions(graph, &mut groups, &group_of);
     }
@@ -361,7 +395,7 @@ pub fn fuse(graph: &Graph, config: &PassConfig) -> Plan {
         groups,
         group_of,
         loops,
-        into_param: vec![None; n],
+        into_param,
     }
 }
 

@@ -20,6 +20,7 @@
 use crate::ir::*;
 
 mod grouping;
+mod into_param;
 mod plan;
 #[cfg(test)]
 mod tests;
