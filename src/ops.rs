@@ -4,5 +4,5 @@
 //! run eagerly (like TensorFlow 2 without `tf.function`).
 
 pub use graph_runtime::conv::{Padding, SAME, VALID};
-pub use graph_runtime::kernels::resize::{ResizeMethod, BILINEAR, NEAREST};
 pub use graph_runtime::eager::*;
+pub use graph_runtime::kernels::resize::{ResizeMethod, BILINEAR, NEAREST};

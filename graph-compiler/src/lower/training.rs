@@ -252,7 +252,11 @@ impl Lowerer<'_> {
             if results == 1 {
                 Value::Tensor(lw.poisoned(span))
             } else {
-                Value::Tuple((0..results).map(|_| Value::Tensor(lw.poisoned(span))).collect())
+                Value::Tuple(
+                    (0..results)
+                        .map(|_| Value::Tensor(lw.poisoned(span)))
+                        .collect(),
+                )
             }
         };
         let mut vals = Vec::new();

@@ -242,12 +242,16 @@ pub enum Lowering {
     Transpose,
     Reshape,
     BandPart,
-    Conv2d { depthwise: bool },
+    Conv2d {
+        depthwise: bool,
+    },
     Conv2dTranspose,
     BiasAdd,
     Pool(PoolKind),
     Resize,
-    Softmax { log: bool },
+    Softmax {
+        log: bool,
+    },
     BatchNormalization,
     LayerNorm,
     Selection(Selection),

@@ -471,7 +471,10 @@ fn scope(graph: &GraphDef, region: Region) -> String {
 /// A valid TensorFlow op name: `[A-Za-z0-9.][A-Za-z0-9_.\-]*`, other characters become `_`.
 fn op_name(text: &str) -> String {
     // A `/` in a grafo name is a name scope (`gradients/d_w`), kept as TensorFlow's.
-    text.split('/').map(scope_part).collect::<Vec<_>>().join("/")
+    text.split('/')
+        .map(scope_part)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// One part of a scoped name, with TensorFlow's character rules.

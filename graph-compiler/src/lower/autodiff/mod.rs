@@ -179,7 +179,13 @@ impl Lowerer<'_> {
         }
         // The backward nodes live in TF's name scope `gradients/`, so the graph's exports
         // (TensorBoard groups by scope) show forward and backward apart.
-        for (i, n) in self.graph.nodes.iter_mut().enumerate().skip(sweep.forward_len) {
+        for (i, n) in self
+            .graph
+            .nodes
+            .iter_mut()
+            .enumerate()
+            .skip(sweep.forward_len)
+        {
             if n.name.is_none() {
                 n.name = Some(format!("gradients/{}_{i}", n.op.name()));
             }
@@ -194,7 +200,12 @@ impl Lowerer<'_> {
                 }
             };
             if g.0 >= sweep.forward_len {
-                let x_name = self.graph.node(x).name.clone().unwrap_or_else(|| format!("n{}", x.0));
+                let x_name = self
+                    .graph
+                    .node(x)
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| format!("n{}", x.0));
                 self.graph.node_mut(g).name = Some(format!("gradients/d_{x_name}"));
             }
             grads.push(Value::Tensor(g));
