@@ -86,11 +86,11 @@ fn elementwise_rules_match_finite_differences() {
     let x = array(&[7], 1);
     let loss = |v: &[ArrayD<f64>]| {
         let x = v[0].view().into_dimensionality().unwrap();
-        unary_chain(&x).unwrap().0.into_scalar()
+        unary_chain(x).unwrap().0.into_scalar()
     };
     let x1 = x.view().into_dimensionality().unwrap();
-    let (_, g) = unary_chain(&x1).unwrap();
-    let (_, ge) = unary_chain::eager(&x1).unwrap();
+    let (_, g) = unary_chain(x1.view()).unwrap();
+    let (_, ge) = unary_chain::eager(x1.view()).unwrap();
     let (g, ge) = (g.into_dyn(), ge.into_dyn());
     assert!(bits_equal(&g, &ge), "compiled {g} eager {ge}");
     let fd = finite_difference(&loss, std::slice::from_ref(&x), 0);
@@ -170,15 +170,12 @@ fn d<D: grafo::ndarray::Dimension>(a: &ArrayD<f64>) -> V<'_, D> {
 }
 use grafo::ndarray::{Ix0, Ix1, Ix2, Ix3, Ix4};
 
+/// Runs a `(loss, grads...)` function on inputs, compiled (`false`) or eagerly (`true`).
+type Runner<'a> = &'a dyn Fn(&[ArrayD<f64>], bool) -> Vec<ArrayD<f64>>;
+
 /// Checks the gradients of a `(loss, grads...)` function: compiled == eager bit for bit, and
 /// each gradient against central finite differences of the compiled loss.
-fn check(
-    what: &str,
-    inputs: &[ArrayD<f64>],
-    wrt: &[usize],
-    run: &dyn Fn(&[ArrayD<f64>], bool) -> Vec<ArrayD<f64>>,
-    tol: f64,
-) {
+fn check(what: &str, inputs: &[ArrayD<f64>], wrt: &[usize], run: Runner<'_>, tol: f64) {
     let got = run(inputs, false);
     let eager = run(inputs, true);
     let loss = |v: &[ArrayD<f64>]| run(v, false)[0].iter().sum::<f64>();
