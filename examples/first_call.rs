@@ -1,4 +1,4 @@
-//! First call vs steady call of W1 (gelu), W3 (convnet, both arms) and W4 (layernorm), each in fresh processes.
+//! First call vs steady call of W1 (gelu), W3 (convnet, both arms), W4 (layernorm) and the train steps W8 and W9, each in fresh processes.
 //!
 //! `cargo run --release --example first_call [-- PROCESSES]` spawns this program again once
 //! per workload and process (3 by default). Each child makes its inputs (not timed), times
@@ -19,9 +19,24 @@ use std::time::Instant;
 mod workloads;
 use workloads::{convnet, gelu, layernorm};
 
+#[path = "../tests/common/training.rs"]
+mod training;
+use training::{cnn_train_step, mlp_train_step_in_place};
+
 /// The workloads a child can run; `+pool` starts rayon's pool before the first call, so
 /// the difference to the plain case is what starting the pool costs.
-const CASES: [&str; 6] = ["W1", "W1+pool", "W3_t_inf", "W3_t_inf+pool", "W3_t_0", "W4"];
+/// W8 and W9 are train steps with their parameters updated in place, so each call is the next
+/// step of training (the same work as the one before).
+const CASES: [&str; 8] = [
+    "W1",
+    "W1+pool",
+    "W3_t_inf",
+    "W3_t_inf+pool",
+    "W3_t_0",
+    "W4",
+    "W8",
+    "W9",
+];
 
 /// Calls after the first; their median is the steady time.
 const STEADY_CALLS: usize = 15;
@@ -100,6 +115,68 @@ fn child(case: &str) -> Result<(), Box<dyn std::error::Error>> {
             let gamma = Array1::from_vec(uniform(1024, 32));
             let beta = Array1::from_vec(uniform(1024, 33));
             first_and_steady(|| layernorm(&x, &gamma, &beta).unwrap())
+        }
+        "W8" => {
+            let b = 256;
+            let x = Array2::from_shape_vec((b, 784), uniform(b * 784, 41))?;
+            let y = Array1::from_iter((0..b).map(|i| (i * 7 % 10) as i32));
+            let mut w1 = Array2::from_shape_vec((784, 512), uniform(784 * 512, 42))? / 28.0;
+            let mut w2 = Array2::from_shape_vec((512, 10), uniform(5120, 43))? / 22.6;
+            let (mut b1, mut b2) = (Array1::<f32>::zeros(512), Array1::<f32>::zeros(10));
+            let mut m = (w1.clone() * 0.0, b1.clone(), w2.clone() * 0.0, b2.clone());
+            let mut v = m.clone();
+            let mut t = 0.0;
+            first_and_steady(|| {
+                t += 1.0;
+                mlp_train_step_in_place(
+                    &x, &y, &mut w1, &mut b1, &mut w2, &mut b2, &mut m.0, &mut m.1, &mut m.2,
+                    &mut m.3, &mut v.0, &mut v.1, &mut v.2, &mut v.3, t,
+                )
+                .unwrap()
+            })
+        }
+        "W9" => {
+            let b = 64;
+            let x = Array4::from_shape_vec((b, 28, 28, 1), uniform(b * 784, 51))?;
+            let y = Array1::from_iter((0..b).map(|i| (i * 7 % 10) as i32));
+            let mut k1 = Array4::from_shape_vec((3, 3, 1, 32), uniform(288, 52))? * 0.3;
+            let mut k2 = Array4::from_shape_vec((3, 3, 32, 64), uniform(18432, 53))? * 0.06;
+            let mut w = Array2::from_shape_vec((1600, 10), uniform(16000, 54))? * 0.05;
+            let (mut c1, mut c2) = (Array1::<f32>::zeros(32), Array1::<f32>::zeros(64));
+            let mut c = Array1::<f32>::zeros(10);
+            let zeros = (k1.clone() * 0.0, c1.clone(), k2.clone() * 0.0, c2.clone());
+            let (mut m, mut v) = (
+                (zeros.clone(), w.clone() * 0.0, c.clone()),
+                (zeros, w.clone() * 0.0, c.clone()),
+            );
+            let mut t = 0.0;
+            first_and_steady(|| {
+                t += 1.0;
+                cnn_train_step(
+                    &x,
+                    &y,
+                    &mut k1,
+                    &mut c1,
+                    &mut k2,
+                    &mut c2,
+                    &mut w,
+                    &mut c,
+                    &mut m.0 .0,
+                    &mut m.0 .1,
+                    &mut m.0 .2,
+                    &mut m.0 .3,
+                    &mut m.1,
+                    &mut m.2,
+                    &mut v.0 .0,
+                    &mut v.0 .1,
+                    &mut v.0 .2,
+                    &mut v.0 .3,
+                    &mut v.1,
+                    &mut v.2,
+                    t,
+                )
+                .unwrap()
+            })
         }
         other => return Err(format!("unknown case {other}").into()),
     };

@@ -1,7 +1,8 @@
 //! Lowering of the losses (`softmax_cross_entropy_with_logits` and its sparse form,
-//! `sigmoid_cross_entropy_with_logits`, `l2_loss`) and the optimizer updates
-//! (`apply_gradient_descent`, `apply_momentum`, `apply_adam`, `apply_adamw`), each a composite
-//! of elementwise ops and reductions, so that it fuses with its neighbours and differentiates
+//! `sigmoid_cross_entropy_with_logits`, `l2_loss`, `mean_squared_error`, `huber_loss`),
+//! `clip_by_norm`, and the optimizer updates (`apply_gradient_descent`, `apply_momentum`,
+//! `apply_adagrad`, `apply_rms_prop`, `apply_adam`, `apply_adamw`), each a composite of
+//! elementwise ops and reductions, so that it fuses with its neighbours and differentiates
 //! through the rules of its parts.
 
 use super::{Call, Lowerer, Span, Value};
@@ -16,6 +17,12 @@ pub enum Loss {
     SparseSoftmaxCrossEntropy,
     SigmoidCrossEntropy,
     L2,
+    /// TF1's `tf.losses.mean_squared_error`: the mean of `(predictions - labels)^2`.
+    MeanSquaredError,
+    /// TF1's `tf.losses.huber_loss`: quadratic within `delta`, linear beyond, averaged.
+    Huber,
+    /// `tf.clip_by_norm` over all axes (a rescaling, grouped with the losses as a training op).
+    ClipByNorm,
 }
 
 /// Which optimizer update a row lowers.
@@ -23,6 +30,8 @@ pub enum Loss {
 pub enum Optimizer {
     GradientDescent,
     Momentum,
+    Adagrad,
+    RmsProp,
     Adam,
     AdamW,
 }
@@ -101,6 +110,62 @@ impl Lowerer<'_> {
                 self.un(UnaryOp::Neg, s, span)
             }
             Loss::SparseSoftmaxCrossEntropy => self.sparse_cross_entropy(call),
+            Loss::MeanSquaredError | Loss::Huber => {
+                let labels = self.float_arg(name, "labels", args[0]);
+                let predictions = self.float_arg(name, "predictions", args[1]);
+                let (Some(labels), Some(predictions)) = (labels, predictions) else {
+                    return self.poisoned(span);
+                };
+                if !self.same_type(
+                    name,
+                    (predictions, "predictions"),
+                    (labels, "labels"),
+                    args[0],
+                ) {
+                    return self.poisoned(span);
+                }
+                let error = self.binary(BinaryOp::Sub, predictions, labels, span);
+                let losses = if loss == Loss::MeanSquaredError {
+                    self.un(UnaryOp::Square, error, span)
+                } else {
+                    // TF's: q = min(|e|, delta); 0.5 * q^2 + delta * (|e| - q).
+                    let dt = self.graph.node(error).dtype;
+                    let Some(delta) = self.scalar_arg(name, "delta", args.get(2), 1.0, dt, span)
+                    else {
+                        return self.poisoned(span);
+                    };
+                    let abs = self.un(UnaryOp::Abs, error, span);
+                    let q = self.binary(BinaryOp::Minimum, abs, delta, span);
+                    let linear = self.binary(BinaryOp::Sub, abs, q, span);
+                    let q2 = self.un(UnaryOp::Square, q, span);
+                    let half = self.bin_c(BinaryOp::Mul, q2, 0.5, span);
+                    let dl = self.binary(BinaryOp::Mul, delta, linear, span);
+                    self.binary(BinaryOp::Add, half, dl, span)
+                };
+                self.mean_all(losses, span)
+            }
+            Loss::ClipByNorm => {
+                // TF's: t * clip_norm / max(l2norm(t), clip_norm), with l2norm taken through a
+                // select so that an all-zero t has a zero gradient rather than NaN.
+                let Some(t) = self.float_arg(name, "t", args[0]) else {
+                    return self.poisoned(span);
+                };
+                let dt = self.graph.node(t).dtype;
+                let Some(clip) = self.scalar_arg(name, "clip_norm", args.get(1), 1.0, dt, span)
+                else {
+                    return self.poisoned(span);
+                };
+                let sq = self.un(UnaryOp::Square, t, span);
+                let l2sum = self.sum_all(sq, span);
+                let positive = self.cmp_c(CmpOp::Gt, l2sum, 0.0, span);
+                let one = self.constant(1.0, dt, span);
+                let safe = self.select3(positive, l2sum, one, span);
+                let root = self.un(UnaryOp::Sqrt, safe, span);
+                let l2norm = self.select3(positive, root, l2sum, span);
+                let scaled = self.binary(BinaryOp::Mul, t, clip, span);
+                let den = self.binary(BinaryOp::Maximum, l2norm, clip, span);
+                self.binary(BinaryOp::Div, scaled, den, span)
+            }
             Loss::SigmoidCrossEntropy => {
                 // max(x, 0) - x * z + log(1 + exp(-|x|)), TF's stable form.
                 let labels = self.float_arg(name, "labels", args[0]);
@@ -120,6 +185,57 @@ impl Lowerer<'_> {
                 self.binary(BinaryOp::Add, d, sp, span)
             }
         }
+    }
+
+    /// A scalar argument of `dtype` (a host scalar or a rank-0 tensor), `default` when absent,
+    /// or `None` after reporting what it is.
+    fn scalar_arg(
+        &mut self,
+        op: &str,
+        what: &str,
+        e: Option<&&Expr>,
+        default: f64,
+        dtype: DType,
+        span: Span,
+    ) -> Option<NodeId> {
+        let Some(e) = e else {
+            return Some(self.constant(default, dtype, span));
+        };
+        let v = self.operand(e);
+        if self.is_poisoned(&[v]) {
+            return None;
+        }
+        let v = self.resolve_weak_to(v, dtype, span);
+        let n = self.graph.node(v);
+        if n.dtype == dtype && n.shape.is_empty() {
+            return Some(v);
+        }
+        let msg = format!(
+            "`{op}`'s `{what}` must be a {dtype} scalar; found {}",
+            type_str(n.dtype, &n.shape)
+        );
+        self.diag.error(crate::ir::Spanned::span(*e), msg);
+        None
+    }
+
+    /// The mean of every element of `x`, a scalar (symbolic counts too).
+    fn mean_all(&mut self, x: NodeId, span: Span) -> NodeId {
+        let n = self.graph.node(x).clone();
+        let axes: Vec<usize> = (0..n.shape.len()).collect();
+        if axes.is_empty() {
+            return x;
+        }
+        let r = infer::reduce("reduce_mean", (n.dtype, &n.shape), &axes, false);
+        self.typed(
+            Op::Reduce {
+                kind: ReduceKind::Mean,
+                axes,
+                keep_dims: false,
+            },
+            vec![x],
+            r,
+            span,
+        )
     }
 
     fn loss_rank_error(&mut self, name: &str, e: &Expr, span: Span) -> NodeId {
@@ -245,8 +361,8 @@ impl Lowerer<'_> {
         // A mistake poisons every result, so that the caller's tuple pattern adds no error.
         let results = match opt {
             Optimizer::GradientDescent => 1,
-            Optimizer::Momentum => 2,
-            Optimizer::Adam | Optimizer::AdamW => 3,
+            Optimizer::Momentum | Optimizer::Adagrad => 2,
+            Optimizer::RmsProp | Optimizer::Adam | Optimizer::AdamW => 3,
         };
         let poisoned = |lw: &mut Self| {
             if results == 1 {
@@ -284,7 +400,10 @@ impl Lowerer<'_> {
         for &(v, i, e) in &vals[1..] {
             let v = self.resolve_weak_to(v, vn.dtype, span);
             let n = self.graph.node(v).clone();
-            let full = matches!(arg_names[i], "accum" | "m" | "v" | "grad" | "delta");
+            let full = matches!(
+                arg_names[i],
+                "accum" | "m" | "v" | "ms" | "mom" | "grad" | "delta"
+            );
             let ok = n.dtype == vn.dtype
                 && if full {
                     n.shape == vn.shape
@@ -336,6 +455,41 @@ impl Lowerer<'_> {
                 };
                 let var = self.binary(Sub, var, step, span);
                 Value::Tuple(vec![Value::Tensor(var), Value::Tensor(accum)])
+            }
+            Optimizer::Adagrad => {
+                // TF's ApplyAdagrad: accum += grad^2; var -= lr * grad / sqrt(accum).
+                let (var, accum, lr, grad) = (t[0], t[1], t[2], t[3]);
+                let g2 = self.binary(Mul, grad, grad, span);
+                let accum = self.binary(Add, accum, g2, span);
+                let root = self.un(UnaryOp::Sqrt, accum, span);
+                let lg = self.binary(Mul, grad, lr, span);
+                let step = self.binary(Div, lg, root, span);
+                let var = self.binary(Sub, var, step, span);
+                Value::Tuple(vec![Value::Tensor(var), Value::Tensor(accum)])
+            }
+            Optimizer::RmsProp => {
+                // TF's ApplyRMSProp: ms += (grad^2 - ms) * (1 - rho);
+                // mom = mom * momentum + lr * grad / sqrt(ms + epsilon); var -= mom.
+                let (var, ms, mom, lr, rho, momentum, eps, grad) =
+                    (t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]);
+                let one = self.constant(1.0, vn.dtype, span);
+                let g2 = self.binary(Mul, grad, grad, span);
+                let gm = self.binary(Sub, g2, ms, span);
+                let one_rho = self.binary(Sub, one, rho, span);
+                let dms = self.binary(Mul, gm, one_rho, span);
+                let ms = self.binary(Add, ms, dms, span);
+                let mm = self.binary(Mul, mom, momentum, span);
+                let se = self.binary(Add, ms, eps, span);
+                let root = self.un(UnaryOp::Sqrt, se, span);
+                let lg = self.binary(Mul, grad, lr, span);
+                let q = self.binary(Div, lg, root, span);
+                let mom = self.binary(Add, mm, q, span);
+                let var = self.binary(Sub, var, mom, span);
+                Value::Tuple(vec![
+                    Value::Tensor(var),
+                    Value::Tensor(ms),
+                    Value::Tensor(mom),
+                ])
             }
             Optimizer::Adam | Optimizer::AdamW => {
                 // TF's ApplyAdam: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t);
@@ -389,6 +543,10 @@ pub fn call_arg_names(opt: Optimizer) -> &'static [&'static str] {
     match opt {
         Optimizer::GradientDescent => &["var", "alpha", "delta"],
         Optimizer::Momentum => &["var", "accum", "lr", "grad", "momentum", "use_nesterov"],
+        Optimizer::Adagrad => &["var", "accum", "lr", "grad"],
+        Optimizer::RmsProp => &[
+            "var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad",
+        ],
         Optimizer::Adam => &[
             "var",
             "m",
