@@ -240,6 +240,9 @@ fn w9(c: &mut Criterion) {
             );
         }
     }
+    if std::env::var_os("GRAFO_BENCH_PROFILE").is_some() {
+        profile_w9(&x, &y);
+    }
     let mut g = c.benchmark_group("w9_cnn_train");
     for (path, name) in ["compiled", "session", "eager"].iter().enumerate() {
         let mut t = 2.0f32;
@@ -252,6 +255,22 @@ fn w9(c: &mut Criterion) {
         });
     }
     g.finish();
+}
+
+/// Prints where a W9 step's time goes: 20 steps in a profiled `Session`, one row per fusion
+/// group (`GRAFO_BENCH_PROFILE=1 cargo bench -p grafo-benches --bench train -- w9`).
+fn profile_w9(x: &Array4<f32>, y: &Array1<i32>) {
+    let mut session = Session::new(SessionConfig {
+        intra_op_threads: 2,
+        profile: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut state = (Cnn::seeded(), Cnn::zeros(), Cnn::zeros());
+    for step in 1..=20 {
+        cnn_step(1, &mut session, x, y, &mut state, step as f32);
+    }
+    println!("W9, 20 steps in a profiled session:\n{}", session.profile());
 }
 
 criterion_group! {
