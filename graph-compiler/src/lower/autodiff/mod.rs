@@ -21,6 +21,7 @@ use syn::Expr;
 
 mod nn;
 mod rules;
+mod selection;
 
 /// The adjoints built so far, keyed by forward node (each already summed over its users).
 pub(super) type Adjoints = BTreeMap<NodeId, NodeId>;
