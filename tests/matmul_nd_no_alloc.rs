@@ -1,5 +1,6 @@
-//! Counting-allocator proof that `matmul_nd_into` allocates nothing in steady state (once every
-//! thread of the pool has grown its scratch), on the
+//! Counting-allocator proof that `matmul_nd_into` allocates nothing in steady state (after one
+//! warm-up call that ran on one worker alone, so that the other meets its first blocks, and
+//! their scratch, in steady state), on the
 //! transformer's products: `[B, H, S, D] x [B, H, D, S]` read transposed in place, a
 //! partially broadcast batch (`[B, 1]` against `[H]`), and `[B, S, D] x [D, E]`; and with the
 //! left operand read transposed in place (alone and with the right one).
@@ -7,7 +8,7 @@
 #[path = "common/counting_alloc.rs"]
 mod counting_alloc;
 
-use counting_alloc::{allocations, serial};
+use counting_alloc::{allocations, serial, with_one_worker};
 use graph_runtime::matmul::GemmElement;
 use graph_runtime::matmul_nd::{matmul_nd_into, NdMatmul};
 
@@ -48,48 +49,35 @@ fn check_steady_state<T: GemmElement>() {
         })
         .collect();
     let run = |ops: &mut Vec<(Vec<T>, Vec<T>, Vec<T>)>| {
-        pool.install(|| {
-            for ((ab, bb, [m, k, n], [at, bt]), (a, b, out)) in CASES.iter().zip(ops.iter_mut()) {
-                let spec = NdMatmul {
-                    a_batch: ab,
-                    b_batch: bb,
-                    m: *m,
-                    k: *k,
-                    n: *n,
-                    a_transposed: *at,
-                    b_transposed: *bt,
-                };
-                matmul_nd_into(a, b, out, spec, |_, _, blk: &mut [T]| {
-                    for v in blk {
-                        *v = v.maximum(T::ZERO);
-                    }
-                });
+        for ((ab, bb, [m, k, n], [at, bt]), (a, b, out)) in CASES.iter().zip(ops.iter_mut()) {
+            let spec = NdMatmul {
+                a_batch: ab,
+                b_batch: bb,
+                m: *m,
+                k: *k,
+                n: *n,
+                a_transposed: *at,
+                b_transposed: *bt,
+            };
+            matmul_nd_into(a, b, out, spec, |_, _, blk: &mut [T]| {
+                for v in blk {
+                    *v = v.maximum(T::ZERO);
+                }
+            });
+        }
+    };
+    // One warm-up call with the other worker held busy: every block runs on one thread, so
+    // scratch that each thread grew for itself would be missing on the other one below.
+    with_one_worker(&pool, || run(&mut ops));
+    let reference: Vec<Vec<T>> = ops.iter().map(|op| op.2.clone()).collect();
+    // Counted on a worker of the pool: `install` from outside would push on rayon's global
+    // queue, which allocates a block every 63 pushes.
+    let (counts, ()) = pool.install(|| {
+        allocations(|| {
+            for _ in 0..20 {
+                run(&mut ops);
             }
         })
-    };
-    // Warm-up: each thread grows its own scratch (a transposed operand's copy) the first time
-    // rayon hands it a block that needs one, and which thread gets which block varies from
-    // run to run (with one block a thread, one thread can take both blocks of a run), so
-    // warm up until 20 runs in a row allocate nothing, within a bound a leak would exceed.
-    let (mut warm_runs, mut clean_runs) = (0, 0);
-    loop {
-        let (c, ()) = allocations(|| run(&mut ops));
-        warm_runs += 1;
-        clean_runs = if c.all == 0 { clean_runs + 1 } else { 0 };
-        if clean_runs == 20 {
-            break;
-        }
-        assert!(
-            warm_runs < 500,
-            "{}: still allocating after {warm_runs} runs: {c:?}",
-            std::any::type_name::<T>()
-        );
-    }
-    let reference: Vec<Vec<T>> = ops.iter().map(|op| op.2.clone()).collect();
-    let (counts, ()) = allocations(|| {
-        for _ in 0..10 {
-            run(&mut ops);
-        }
     });
     for (op, r) in ops.iter().zip(&reference) {
         assert!(op.2 == *r, "results changed between runs");

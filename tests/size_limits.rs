@@ -339,3 +339,111 @@ fn eager_selection_ops_check_their_size() {
     }
     assert_eq!(h.iter().copied().collect::<Vec<_>>(), want);
 }
+
+/// softmax along the rows of a matrix (issue 31: its eager form aborted on a broadcast view).
+#[graph]
+fn softmax_rows(x: Tensor<f32, A, B>) -> Tensor<f32, A, B> {
+    softmax(x, -1)
+}
+
+/// Whether a single allocation far beyond this machine's memory fails rather than being
+/// granted lazily: Linux refuses one under its default heuristic (`overcommit_memory` 0) or
+/// strict policy (2), not under "always" (1).
+fn large_allocations_fail() -> bool {
+    std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+        .map(|s| s.trim() != "1")
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_huge_broadcast_view_is_out_of_memory_on_every_path() {
+    let one = Array2::<f32>::from_elem((1, 1), 0.5);
+    // The issue's case: a 2^18 x 2^18 view of one element, 2^38 bytes (256 GiB) to copy,
+    // which ndarray's `as_standard_layout` aborted on inside `softmax::eager`.
+    if large_allocations_fail() {
+        let view = one.broadcast((1 << 18, 1 << 18)).unwrap();
+        assert_eq!(out_of_memory(softmax_rows::eager(view)).1, 1 << 38);
+        assert_eq!(out_of_memory(E::softmax(view, -1)), ("softmax", 1 << 38));
+    }
+    // 2^28 x 2^28: 2^58 bytes, which no machine grants whatever its policy, through every
+    // eager op that copies a non-contiguous operand, and the compiled paths.
+    let view = one.broadcast((1 << 28, 1 << 28)).unwrap();
+    let bytes = 1usize << 58;
+    assert_eq!(out_of_memory(softmax_rows::eager(view)).1, bytes);
+    assert_eq!(out_of_memory(softmax_rows(view)).1, bytes);
+    let mut sess = Session::default();
+    assert_eq!(out_of_memory(softmax_rows::run(&mut sess, view)).1, bytes);
+    assert_eq!(out_of_memory(E::softmax(view, -1)), ("softmax", bytes));
+    assert_eq!(
+        out_of_memory(E::log_softmax(view, 0)),
+        ("log_softmax", bytes)
+    );
+    assert_eq!(out_of_memory(E::exp(view)), ("exp", bytes));
+    assert_eq!(out_of_memory(E::neg(view)), ("neg", bytes));
+    assert_eq!(out_of_memory(E::add(view, &one)), ("add", bytes));
+    assert_eq!(
+        out_of_memory(E::reduce_sum(view, None, false)),
+        ("reduce_sum", bytes)
+    );
+    assert_eq!(out_of_memory(E::cumsum(view, 1, false, false)).0, "cumsum");
+    assert_eq!(
+        out_of_memory(E::transpose(view, None)),
+        ("transpose", bytes)
+    );
+    assert_eq!(out_of_memory(E::matmul(view, view)), ("matmul", bytes));
+    assert_eq!(out_of_memory(E::tile(view, &[1, 1])), ("tile", bytes));
+    assert_eq!(
+        out_of_memory(E::expand_dims(view, 0)),
+        ("expand_dims", bytes)
+    );
+    assert_eq!(out_of_memory(E::squeeze(view, None)), ("squeeze", bytes));
+    assert_eq!(
+        out_of_memory(E::reshape(view, &[1 << 56])),
+        ("reshape", bytes)
+    );
+    assert_eq!(out_of_memory(E::argmax(view, 1)), ("argmax", bytes));
+    assert_eq!(out_of_memory(E::norm(view)), ("norm", bytes));
+    let bools = Array2::from_elem((1, 1), true);
+    let bview = bools.broadcast((1 << 28, 1 << 28)).unwrap();
+    assert_eq!(
+        out_of_memory(E::reduce_any(bview, None, false)),
+        ("reduce_any", bytes)
+    );
+    assert_eq!(
+        out_of_memory(E::select(bview, view, view)),
+        ("select", 1 << 56)
+    );
+    assert!(matches!(
+        E::assert_all_finite(view, "finite"),
+        Err(Error::OutOfMemory {
+            op: "assert_all_finite",
+            ..
+        })
+    ));
+    // A 4-d view for the image ops: 2^19 images of 2^19 x 2^19 x 1, 2^59 bytes.
+    let px = grafo::ndarray::Array4::<f32>::from_elem((1, 1, 1, 1), 0.5);
+    let images = px.broadcast((1 << 19, 1 << 19, 1 << 19, 1)).unwrap();
+    let k = grafo::ndarray::Array4::<f32>::from_elem((1, 1, 1, 1), 2.0);
+    let valid = grafo::__private::conv::Padding::Valid;
+    assert_eq!(
+        out_of_memory(E::conv2d(images, &k, 1, valid)),
+        ("conv2d", 1 << 59)
+    );
+    assert_eq!(
+        out_of_memory(E::max_pool2d(images, [1, 1], [1, 1], valid)).1,
+        1 << 59
+    );
+    // Small views through the same functions: the copies hold the view's elements.
+    let small = one.broadcast((2, 3)).unwrap();
+    let want = Array2::from_elem((2, 3), 1.0f32 / 3.0);
+    assert_eq!(softmax_rows::eager(small).unwrap(), want);
+    assert_eq!(E::softmax(small, -1).unwrap(), want.into_dyn());
+    assert_eq!(
+        E::expand_dims(small, 0).unwrap(),
+        Array3::from_elem((1, 2, 3), 0.5f32).into_dyn()
+    );
+    assert_eq!(
+        E::reduce_any(bools.broadcast((2, 3)).unwrap(), None, false).unwrap(),
+        grafo::ndarray::arr0(true).into_dyn()
+    );
+}

@@ -26,7 +26,7 @@ where
 {
     let (a, b) = (a.into_view(), b.into_view());
     let shape = broadcast_shapes(op, a.shape(), b.shape())?;
-    let (sa, sb) = (standard(&a), standard(&b));
+    let (sa, sb) = (standard(op, &a)?, standard(op, &b)?);
     let mut out = buffer::zeroed_for(op, &shape)?;
     binary_into(
         flat(&sa),
@@ -47,7 +47,7 @@ fn unary<'a, A: Element, O: Element>(
     f: impl Fn(A) -> O + Sync,
 ) -> Result<ArrayD<O>, Error> {
     let x = x.into_view();
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed(op, x.len())?;
     map_into(flat(&sx), &mut out, f);
     Ok(from_vec(x.shape(), out))
@@ -60,7 +60,7 @@ fn math<'a, T: FloatMath>(
     f: MathFn,
 ) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed(op, x.len())?;
     math_into(f, flat(&sx), &mut out);
     Ok(from_vec(x.shape(), out))
@@ -102,7 +102,7 @@ pub fn check_nonzero_divisor<'a, T: Numeric>(
     op: &'static str,
 ) -> Result<(), Error> {
     let d = divisor.into_view();
-    if !T::INTEGER || all(&d, |v| v != T::ZERO) {
+    if !T::INTEGER || all(op, &d, |v| v != T::ZERO)? {
         Ok(())
     } else {
         Err(Error::arithmetic(op, DIVISION_BY_ZERO))
@@ -116,7 +116,7 @@ pub fn check_non_negative_exponent<'a, T: Numeric>(
     op: &'static str,
 ) -> Result<(), Error> {
     let e = exponent.into_view();
-    if !T::INTEGER || all(&e, |v| v >= T::ZERO) {
+    if !T::INTEGER || all(op, &e, |v| v >= T::ZERO)? {
         Ok(())
     } else {
         Err(Error::arithmetic(op, NEGATIVE_EXPONENT))
@@ -357,7 +357,11 @@ pub fn select<'a, 'b, 'c, T: Element>(
     let (c, a, b) = (cond.into_view(), a.into_view(), b.into_view());
     let ab = broadcast_shapes("select", a.shape(), b.shape())?;
     let shape = broadcast_shapes("select", c.shape(), &ab)?;
-    let (sc, sa, sb) = (standard(&c), standard(&a), standard(&b));
+    let (sc, sa, sb) = (
+        standard("select", &c)?,
+        standard("select", &a)?,
+        standard("select", &b)?,
+    );
     let mut out = buffer::zeroed_for("select", &shape)?;
     ternary_into(
         flat(&sc),
@@ -420,11 +424,21 @@ pub fn constant_array<T: Element>(shape: &[usize], values: &[T]) -> Result<Array
     Ok(from_vec(shape, values.to_vec()))
 }
 
-/// Whether `pred` holds for every element (in parallel for large inputs).
-fn all<T: Element>(x: &ArrayViewD<'_, T>, pred: impl Fn(T) -> bool + Sync) -> bool {
-    let sx = standard(x);
+/// Whether `pred` holds for every element (in parallel for large inputs), or the error of
+/// a view too large to copy, naming `op`.
+fn all<T: Element>(
+    op: &'static str,
+    x: &ArrayViewD<'_, T>,
+    pred: impl Fn(T) -> bool + Sync,
+) -> Result<bool, Error> {
+    let sx = standard(op, x)?;
     let s = flat(&sx);
-    map_reduce(s.len(), 1, |r| s[r].iter().all(|&v| pred(v)), |a, b| a && b)
+    Ok(map_reduce(
+        s.len(),
+        1,
+        |r| s[r].iter().all(|&v| pred(v)),
+        |a, b| a && b,
+    ))
 }
 
 /// The error of a failed check.
@@ -443,7 +457,7 @@ pub fn assert_non_negative<'a, T: Numeric>(
     msg: &str,
 ) -> Result<(), Error> {
     let x = x.into_view();
-    if all(&x, |v| v >= T::ZERO) {
+    if all("assert_non_negative", &x, |v| v >= T::ZERO)? {
         Ok(())
     } else {
         Err(assertion("assert_non_negative", msg))
@@ -457,7 +471,7 @@ pub fn assert_greater<'a, 'b, T: Numeric>(
     msg: &str,
 ) -> Result<(), Error> {
     let ok = binary("assert_greater", x, y, |a: T, b: T| a > b)?;
-    if all(&ok.view(), |v| v) {
+    if all("assert_greater", &ok.view(), |v| v)? {
         Ok(())
     } else {
         Err(assertion("assert_greater", msg))
@@ -471,7 +485,7 @@ pub fn assert_less<'a, 'b, T: Numeric>(
     msg: &str,
 ) -> Result<(), Error> {
     let ok = binary("assert_less", x, y, |a: T, b: T| a < b)?;
-    if all(&ok.view(), |v| v) {
+    if all("assert_less", &ok.view(), |v| v)? {
         Ok(())
     } else {
         Err(assertion("assert_less", msg))
@@ -481,7 +495,7 @@ pub fn assert_less<'a, 'b, T: Numeric>(
 /// Fails if any element is NaN or infinite.
 pub fn assert_all_finite<'a, T: Float>(x: impl IntoView<'a, T>, msg: &str) -> Result<(), Error> {
     let x = x.into_view();
-    if all(&x, |v| v.is_finite()) {
+    if all("assert_all_finite", &x, |v| v.is_finite())? {
         Ok(())
     } else {
         Err(assertion("assert_all_finite", msg))

@@ -48,7 +48,7 @@ pub fn resize_nearest<'a, T: Element>(
     let op = "resize";
     let x = x.into_view();
     let shape = resized(op, x.shape(), size)?;
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed_for(op, &shape)?;
     resize_nearest_into(flat(&sx), x.shape(), size, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -63,7 +63,7 @@ pub fn resize_bilinear<'a, T: CastTo<O>, O: Numeric + ElementaryMath>(
     let op = "resize";
     let x = x.into_view();
     let shape = resized(op, x.shape(), size)?;
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed_for(op, &shape)?;
     resize_bilinear_into(flat(&sx), x.shape(), size, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -78,7 +78,7 @@ pub fn resize_grad<'a, T: Numeric + ElementaryMath>(
 ) -> Result<ArrayD<T>, Error> {
     let op = "resize_grad";
     let g = g.into_view();
-    let sg = standard(&g);
+    let sg = standard(op, &g)?;
     let mut out = buffer::zeroed_for(op, x_shape)?;
     match method {
         ResizeMethod::Nearest => resize_nearest_grad_into(flat(&sg), g.shape(), x_shape, &mut out)?,

@@ -2,7 +2,7 @@
 
 use ndarray::ArrayD;
 
-use super::{flat, from_vec, IntoView};
+use super::{flat, from_vec, standard, IntoView};
 use crate::dtype::Element;
 use crate::error::Error;
 use crate::exec::buffer;
@@ -32,7 +32,7 @@ pub fn matmul<'a, T: GemmElement>(
         b_transposed: false,
     };
     // Non-contiguous views (transposed, sliced) are copied to row-major once.
-    let (ac, bc) = (a.as_standard_layout(), b.as_standard_layout());
+    let (ac, bc) = (standard("matmul", &a)?, standard("matmul", &b)?);
     let (a_s, b_s) = (flat(&ac), flat(&bc));
     let mut out = buffer::zeroed_for("matmul", &shape)?;
     matmul_nd_into(a_s, b_s, &mut out, spec, no_epilogue);
@@ -49,7 +49,7 @@ pub fn transpose<'a, T: Element>(
     let reversed: Vec<usize> = (0..rank).rev().collect();
     let perm = perm.unwrap_or(&reversed);
     check_perm(perm, rank)?;
-    let x = x.as_standard_layout();
+    let x = standard("transpose", &x)?;
     let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
     let mut out = buffer::zeroed("transpose", x.len())?;
     transpose_into(flat(&x), x.shape(), perm, &mut out);

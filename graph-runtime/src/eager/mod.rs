@@ -8,6 +8,7 @@
 //! Operands are anything that views as an array ([`IntoView`]): `&Array2<f32>`,
 //! `ArrayView2<f32>`, `&ArrayD<f32>`... Results are dynamic-rank `ArrayD`.
 
+use crate::error::Error;
 use ndarray::{ArrayBase, ArrayD, ArrayView, ArrayViewD, CowArray, Data, Dimension, IxDyn};
 
 mod elementwise;
@@ -24,13 +25,32 @@ pub use nn::*;
 pub use reduce::*;
 pub use selection::*;
 
-/// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise.
-fn standard<'v, T: Clone>(x: &'v ArrayViewD<'_, T>) -> CowArray<'v, T, IxDyn> {
-    x.as_standard_layout()
+/// `x` in contiguous row-major layout, borrowed when it already is, copied otherwise into a
+/// buffer allocated fallibly: a view too large to copy (a huge broadcast) is
+/// [`Error::OutOfMemory`] naming `op`, never an abort. Every eager op reads its operands
+/// through here.
+fn standard<'v, T: Clone, D: Dimension>(
+    op: &'static str,
+    x: &'v ArrayView<'_, T, D>,
+) -> Result<CowArray<'v, T, D>, Error> {
+    crate::exec::compiled::standard(op, x.view())
+}
+
+/// The elements of `x` in row-major order, in a buffer of their own allocated fallibly
+/// (an error naming `op`).
+fn to_vec<T: Clone>(op: &'static str, x: &ArrayViewD<'_, T>) -> Result<Vec<T>, Error> {
+    match x.as_slice() {
+        Some(s) => crate::exec::buffer::copied(op, s),
+        None => {
+            let mut data = crate::exec::buffer::with_capacity(op, x.len())?;
+            data.extend(x.iter().cloned());
+            Ok(data)
+        }
+    }
 }
 
 /// The elements of a standard-layout array as one slice.
-fn flat<'a, T>(x: &'a CowArray<'_, T, IxDyn>) -> &'a [T] {
+fn flat<'a, T, D: Dimension>(x: &'a CowArray<'_, T, D>) -> &'a [T] {
     x.as_slice().expect("a standard-layout array is contiguous")
 }
 

@@ -4,7 +4,7 @@ use ndarray::{ArrayD, ArrayViewD};
 use rayon::prelude::*;
 
 use super::IntoView;
-use super::{flat, from_vec};
+use super::{flat, from_vec, standard};
 use crate::dtype::{Float, Numeric};
 use crate::error::Error;
 use crate::exec::buffer;
@@ -81,7 +81,7 @@ pub fn conv2d<'a, T: GemmElement>(
     };
     let x_shape = [sx[0], sx[1], sx[2], sx[3]];
     let k_shape = [sk[0], sk[1], sk[2], sk[3]];
-    let (x, k) = (x.as_standard_layout(), k.as_standard_layout());
+    let (x, k) = (standard("conv2d", &x)?, standard("conv2d", &k)?);
     let out_shape = [x_shape[0], oh, ow, k_shape[3]];
     let mut out = buffer::zeroed_for("conv2d", &out_shape)?;
     conv2d_into(
@@ -129,9 +129,9 @@ pub fn bias_add<'a, T: Numeric>(
         ));
     }
     let shape = sx.to_vec();
-    let x = x.as_standard_layout();
+    let x = standard("bias_add", &x)?;
     let mut out = buffer::copied("bias_add", flat(&x))?;
-    let b = b.as_standard_layout();
+    let b = standard("bias_add", &b)?;
     let b = flat(&b);
     let c = b.len();
     if c == 0 || out.is_empty() {
@@ -157,9 +157,9 @@ pub fn bias_add<'a, T: Numeric>(
 fn pool_eager<'a, T: Numeric>(x: impl IntoView<'a, T>, pool: Pool2d) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
     let shape = crate::kernels::pool::output_shape(x.shape(), pool)?;
-    let xs = x.as_standard_layout();
-    let data = flat(&xs);
     let op = pool.kind.name();
+    let xs = standard(op, &x)?;
+    let data = flat(&xs);
     let mut out = buffer::zeroed_for(op, &shape)?;
     let sx = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
     pool2d_into(data, sx, pool, &mut out);
@@ -215,9 +215,14 @@ fn conv_eager<'a, T: Numeric>(
 ) -> Result<ArrayD<T>, Error> {
     let (x, k) = (x.into_view(), k.into_view());
     let shape = conv_general::output_shape(x.shape(), k.shape(), p)?;
-    let (xs, ks) = (x.as_standard_layout(), k.as_standard_layout());
+    let op = if p.depthwise {
+        "depthwise_conv2d"
+    } else {
+        "conv2d"
+    };
+    let (xs, ks) = (standard(op, &x)?, standard(op, &k)?);
     let four = |s: &[usize]| [s[0], s[1], s[2], s[3]];
-    let mut out = vec![T::ZERO; shape.iter().product()];
+    let mut out = buffer::zeroed_for(op, &shape)?;
     conv_general_into(
         flat(&xs),
         four(x.shape()),
@@ -276,7 +281,7 @@ fn backprop_input_eager<'a, T: GemmElement>(
     p: ConvGeneral,
 ) -> Result<ArrayD<T>, Error> {
     let (dy, k) = (dy.into_view(), k.into_view());
-    let (dys, ks) = (dy.as_standard_layout(), k.as_standard_layout());
+    let (dys, ks) = (standard(op, &dy)?, standard(op, &k)?);
     let dx = conv_backprop::backprop_input_vec(
         op,
         flat(&dys),
@@ -298,7 +303,7 @@ fn backprop_filter_eager<'a, T: GemmElement>(
     p: ConvGeneral,
 ) -> Result<ArrayD<T>, Error> {
     let (x, dy) = (x.into_view(), dy.into_view());
-    let (xs, dys) = (x.as_standard_layout(), dy.as_standard_layout());
+    let (xs, dys) = (standard(op, &x)?, standard(op, &dy)?);
     let dk = conv_backprop::backprop_filter_vec(
         op,
         flat(&xs),
@@ -433,8 +438,8 @@ fn pool_grad_eager<T: Numeric>(
             None,
         ));
     }
-    let dys = dy.as_standard_layout();
-    let xs = x.as_ref().map(|x| x.as_standard_layout());
+    let dys = standard(op, &dy)?;
+    let xs = x.as_ref().map(|x| standard(op, x)).transpose()?;
     let xdata: &[T] = match &xs {
         Some(x) => flat(x),
         None => &[],

@@ -11,7 +11,7 @@ use crate::kernels::scan::{cumulative_into, ScanKind};
 use crate::kernels::selection::IndexElement;
 use crate::kernels::softmax::softmax_into;
 use crate::kernels::top_k::{scatter_along_last_into, take_along_last_into, top_k_into};
-use ndarray::ArrayD;
+use ndarray::{ArrayD, ArrayViewD};
 
 /// Resolves one possibly negative axis against `rank`.
 fn resolve_axis(op: &'static str, axis: isize, rank: usize) -> Result<usize, Error> {
@@ -73,7 +73,7 @@ fn reduce<'a, T: Numeric>(
             (true, false) => None,
         })
         .collect();
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed_for(op, &shape)?;
     reduce_into(flat(&sx), x.shape(), &axes, kind, &mut out);
     Ok(from_vec(&shape, out))
@@ -124,14 +124,29 @@ pub fn reduce_prod<'a, T: Numeric>(
     reduce("reduce_prod", x, axes, keep_dims, ReduceKind::Prod)
 }
 
+/// `x` as 0 and 1 (i32), in a buffer allocated fallibly (an error naming `op`).
+fn bools_as_ints(op: &'static str, x: ArrayViewD<'_, bool>) -> Result<ArrayD<i32>, Error> {
+    let mut data = buffer::with_capacity(op, x.len())?;
+    data.extend(x.iter().map(|&b| i32::from(b)));
+    Ok(from_vec(x.shape(), data))
+}
+
+/// Whether each element of `r` is positive, in a buffer allocated fallibly.
+fn bools_of(op: &'static str, r: &ArrayD<i32>) -> Result<ArrayD<bool>, Error> {
+    let mut data = buffer::with_capacity(op, r.len())?;
+    data.extend(r.iter().map(|&v| v > 0));
+    Ok(from_vec(r.shape(), data))
+}
+
 /// Whether any element over `axes` is true (false when empty).
 pub fn reduce_any<'a>(
     x: impl IntoView<'a, bool>,
     axes: Option<&[isize]>,
     keep_dims: bool,
 ) -> Result<ArrayD<bool>, Error> {
-    let ones = x.into_view().mapv(i32::from);
-    Ok(reduce("reduce_any", &ones, axes, keep_dims, ReduceKind::Max)?.mapv(|v| v > 0))
+    let ones = bools_as_ints("reduce_any", x.into_view())?;
+    let r = reduce("reduce_any", &ones, axes, keep_dims, ReduceKind::Max)?;
+    bools_of("reduce_any", &r)
 }
 
 /// Whether every element over `axes` is true (true when empty).
@@ -140,8 +155,9 @@ pub fn reduce_all<'a>(
     axes: Option<&[isize]>,
     keep_dims: bool,
 ) -> Result<ArrayD<bool>, Error> {
-    let ones = x.into_view().mapv(i32::from);
-    Ok(reduce("reduce_all", &ones, axes, keep_dims, ReduceKind::Min)?.mapv(|v| v > 0))
+    let ones = bools_as_ints("reduce_all", x.into_view())?;
+    let r = reduce("reduce_all", &ones, axes, keep_dims, ReduceKind::Min)?;
+    bools_of("reduce_all", &r)
 }
 
 /// The shared body of `cumsum` and `cumprod`.
@@ -155,7 +171,7 @@ fn cumulative<'a, T: Numeric>(
     let op = kind.name();
     let x = x.into_view();
     let axis = resolve_axis(op, axis, x.ndim())?;
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed(op, x.len())?;
     cumulative_into(
         flat(&sx),
@@ -215,7 +231,7 @@ pub fn top_k_indices<'a, T: Numeric>(
         return Err(Error::invalid(op, "the input must have rank 1 or more"));
     };
     *last = k;
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed_for(op, &shape)?;
     top_k_into(flat(&sx), x.shape(), k, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -236,7 +252,7 @@ pub fn take_along_last_axis<'a, 'b, T: Numeric, I: IndexElement + crate::dtype::
             format!("indices {is:?} do not match the input {xs:?} but for the last axis"),
         ));
     }
-    let (sx, si) = (standard(&x), standard(&ind));
+    let (sx, si) = (standard(op, &x)?, standard(op, &ind)?);
     let mut out = buffer::zeroed_for(op, is)?;
     take_along_last_into(flat(&sx), xs, flat(&si), &mut out)?;
     Ok(from_vec(is, out))
@@ -265,7 +281,7 @@ pub fn scatter_along_last_axis<'a, 'b, T: Numeric, I: IndexElement + crate::dtyp
             ),
         ));
     }
-    let (sg, si) = (standard(&g), standard(&ind));
+    let (sg, si) = (standard(op, &g)?, standard(op, &ind)?);
     let mut out = buffer::zeroed_for(op, shape)?;
     scatter_along_last_into(flat(&sg), flat(&si), shape, &mut out)?;
     Ok(from_vec(shape, out))
@@ -277,7 +293,7 @@ pub fn scatter_along_last_axis<'a, 'b, T: Numeric, I: IndexElement + crate::dtyp
 /// overflows nor underflows. NaN propagates; otherwise any infinity gives infinity.
 pub fn norm<'a, T: Float>(x: impl IntoView<'a, T>) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
-    let sx = standard(&x);
+    let sx = standard("norm", &x)?;
     let s = flat(&sx);
     let result = if let Some(s) = same_type::<T, f32>(s) {
         norm_f32(s) as f64
@@ -298,7 +314,7 @@ fn softmax_op<'a, T: FloatMath>(
 ) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
     let axis = resolve_axis(op, axis, x.ndim())?;
-    let sx = standard(&x);
+    let sx = standard(op, &x)?;
     let mut out = buffer::zeroed(op, x.len())?;
     softmax_into(flat(&sx), x.shape(), axis, log, &mut out);
     Ok(from_vec(x.shape(), out))

@@ -3,7 +3,7 @@
 use ndarray::{ArrayD, ArrayViewD};
 
 use super::IntoView;
-use super::{flat, from_vec};
+use super::{flat, from_vec, standard, to_vec};
 use crate::dtype::{Element, Numeric};
 use crate::error::Error;
 use crate::kernels::scatter::scatter_add_into;
@@ -49,7 +49,7 @@ fn strided<T: Element>(
     spec: &[AxisSlice],
 ) -> Result<ArrayD<T>, Error> {
     let shape = slice_shape(op, x.shape(), spec)?;
-    let x = x.as_standard_layout();
+    let x = standard(op, &x)?;
     let mut out = buffer(op, &shape)?;
     slice_into(op, flat(&x), x.shape(), spec, &shape, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -65,7 +65,7 @@ pub fn slice_as<'a, T: Element>(
     compiled: &[usize],
 ) -> Result<ArrayD<T>, Error> {
     let x = x.into_view();
-    let x = x.as_standard_layout();
+    let x = standard(op, &x)?;
     let mut out = buffer(op, compiled)?;
     slice_into(op, flat(&x), x.shape(), spec, compiled, &mut out)?;
     Ok(from_vec(compiled, out))
@@ -162,7 +162,10 @@ fn assemble<T: Element>(
     };
     let rank = first.ndim() + usize::from(new_axis);
     let axis = resolve_axis(op, axis, rank)?;
-    let std: Vec<_> = parts.iter().map(|p| p.as_standard_layout()).collect();
+    let std = parts
+        .iter()
+        .map(|p| standard(op, p))
+        .collect::<Result<Vec<_>, Error>>()?;
     let mut shapes: Vec<Vec<usize>> = std.iter().map(|p| p.shape().to_vec()).collect();
     if new_axis {
         for s in &mut shapes {
@@ -261,7 +264,7 @@ pub fn tile<'a, T: Element>(
         .map(|(a, b)| a.checked_mul(*b))
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| Error::invalid("tile", "the result is too large"))?;
-    let x = x.as_standard_layout();
+    let x = standard("tile", &x)?;
     let mut out = buffer("tile", &shape)?;
     tile_into(flat(&x), x.shape(), multiples, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -292,7 +295,7 @@ pub fn pad<'a, T: Element>(
         .map(|(d, (b, a))| d.checked_add(*b)?.checked_add(*a))
         .collect::<Option<Vec<usize>>>()
         .ok_or_else(|| Error::size_overflow("pad", x.shape(), std::mem::size_of::<T>()))?;
-    let x = x.as_standard_layout();
+    let x = standard("pad", &x)?;
     let mut out = buffer("pad", &shape)?;
     pad_into(flat(&x), x.shape(), &pairs, value, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -307,8 +310,7 @@ pub fn expand_dims<'a, T: Element>(
     let axis = resolve_axis("expand_dims", axis, x.ndim() + 1)?;
     let mut shape = x.shape().to_vec();
     shape.insert(axis, 1);
-    let data = x.as_standard_layout().iter().copied().collect();
-    Ok(from_vec(&shape, data))
+    Ok(from_vec(&shape, to_vec("expand_dims", &x)?))
 }
 
 /// `squeeze(x)` drops every axis of size 1; `squeeze(x, Some(axes))` drops those axes, each
@@ -344,8 +346,7 @@ pub fn squeeze<'a, T: Element>(
         .filter(|k| !drop.contains(k))
         .map(|k| x.shape()[k])
         .collect();
-    let data = x.as_standard_layout().iter().copied().collect();
-    Ok(from_vec(&shape, data))
+    Ok(from_vec(&shape, to_vec("squeeze", &x)?))
 }
 
 /// `gather(x, indices, axis)`: the slices of `x` along `axis` at `indices`; an index outside
@@ -360,7 +361,7 @@ pub fn gather<'a, 'b, T: Element, I: IndexElement + Element>(
     let mut shape = x.shape()[..axis].to_vec();
     shape.extend_from_slice(ind.shape());
     shape.extend_from_slice(&x.shape()[axis + 1..]);
-    let (x, ind) = (x.as_standard_layout(), ind.as_standard_layout());
+    let (x, ind) = (standard("gather", &x)?, standard("gather", &ind)?);
     let mut out = buffer("gather", &shape)?;
     gather_into(flat(&x), x.shape(), flat(&ind), axis, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -392,7 +393,7 @@ pub fn gather_grad<'a, 'b, T: Numeric, I: IndexElement + Element>(
             None,
         ));
     }
-    let (dy, ind) = (dy.as_standard_layout(), ind.as_standard_layout());
+    let (dy, ind) = (standard(op, &dy)?, standard(op, &ind)?);
     let mut out = buffer(op, x_shape)?;
     scatter_add_into(flat(&dy), flat(&ind), x_shape, axis, &mut out)?;
     Ok(from_vec(x_shape, out))
@@ -409,7 +410,7 @@ pub fn one_hot<'a, T: Element, I: IndexElement + Element>(
     let ind = indices.into_view();
     let mut shape = ind.shape().to_vec();
     shape.push(depth);
-    let ind = ind.as_standard_layout();
+    let ind = standard("one_hot", &ind)?;
     let mut out = buffer("one_hot", &shape)?;
     one_hot_into(flat(&ind), depth, on, off, &mut out)?;
     Ok(from_vec(&shape, out))
@@ -424,7 +425,7 @@ fn arg_reduce<T: Element + PartialOrd>(
     let axis = resolve_axis(op, axis, x.ndim())?;
     let mut shape = x.shape().to_vec();
     shape.remove(axis);
-    let x = x.as_standard_layout();
+    let x = standard(op, &x)?;
     let mut out = buffer(op, &shape)?;
     arg_reduce_into(flat(&x), x.shape(), axis, min, &mut out)?;
     Ok(from_vec(&shape, out))

@@ -209,7 +209,7 @@ pub fn conv2d_buf<T: GemmElement + Element, E, O>(
     prepared.check(x, k, out.len());
     let g = &prepared.g;
     prepared.with_kernel(k, |k| {
-        prepared.for_each_block(out.uninit_mut(), |p0, block| {
+        prepared.for_each_block::<T, _>(out.uninit_mut(), |p0, block| {
             conv_block_gather(x, k, g, t, p0, &mut *block, &epilogue);
             // SAFETY: `conv_block_gather` stored every element of the block.
             observe(p0 * cout, unsafe { assume_init(block) });
@@ -270,7 +270,7 @@ impl Prepared {
     }
 
     /// Runs `f` on the kernel as [`Prepared::compute`] reads it: for the gather path its rows
-    /// reordered as the tables are, once per convolution, into this thread's kernel buffer
+    /// reordered as the tables are, once per convolution, into a kernel buffer from the scratch pool
     /// (the blocks on every thread share it); `k` itself otherwise.
     pub(crate) fn with_kernel<T: GemmElement, R>(&self, k: &[T], f: impl FnOnce(&[T]) -> R) -> R {
         if self.gather.is_some() && self.g.patch() > 0 {
@@ -296,7 +296,7 @@ impl Prepared {
         self.check(x, k, out.len());
         let cout = self.g.cout;
         self.with_kernel(k, |k| {
-            self.for_each_block(out, |p0, block| {
+            self.for_each_block::<T, _>(out, |p0, block| {
                 self.compute(x, k, p0, &mut *block, epilogue);
                 observe(p0 * cout, block);
             })
@@ -317,7 +317,11 @@ impl Prepared {
 
     /// Runs `run(first_pixel, block)` over `out` cut into blocks of whole output pixels: on
     /// this thread for a small convolution, else in parallel blocks sized for the cache.
-    fn for_each_block<S: Send>(&self, out: &mut [S], run: impl Fn(usize, &mut [S]) + Sync) {
+    fn for_each_block<T: GemmElement, S: Send>(
+        &self,
+        out: &mut [S],
+        run: impl Fn(usize, &mut [S]) + Sync,
+    ) {
         let g = &self.g;
         if out.is_empty() {
             return;
@@ -332,6 +336,8 @@ impl Prepared {
             self.scratch_per_pixel() + g.cout,
             std::mem::size_of::<S>(),
         );
+        // Every thread's scratch, whichever blocks it gets, before the loop (see `ScratchPool`).
+        T::reserve_scratch(rayon::current_num_threads(), self.block_scratch(pb));
         // LOOP 1 (parallel): over blocks of `pb` output pixels.
         out.par_chunks_mut(pb * g.cout)
             .enumerate()
@@ -346,6 +352,20 @@ impl Prepared {
     /// Multiply-adds per output pixel.
     pub(crate) fn macs_per_pixel(&self) -> usize {
         self.g.patch().saturating_mul(self.g.cout)
+    }
+
+    /// Elements of [`GemmElement::with_scratch`] that [`Prepared::compute`] borrows for a
+    /// block of `pixels` pixels: im2col rows for the whole block, for a run of border pixels
+    /// of the gather path, or none.
+    pub(crate) fn block_scratch(&self, pixels: usize) -> usize {
+        let g = &self.g;
+        if g.patch() == 0 || (self.gather.is_none() && g.is_pointwise()) {
+            0
+        } else if self.gather.is_some() {
+            pixels.min(GATHER_PIXELS) * g.patch()
+        } else {
+            pixels * g.patch()
+        }
     }
 
     /// Scratch elements a block needs per pixel besides its output (an im2col row, or none).

@@ -242,7 +242,7 @@ pub fn conv2d_backprop_input_into<T: GemmElement>(
 }
 
 /// Input rows `r0..` of image `img` (`rows` holds whole rows of `W * C`): the `dy` rows whose
-/// windows reach them times `kᵀ` (a GEMM into this thread's scratch, a few output rows at a
+/// windows reach them times `kᵀ` (a GEMM into a scratch buffer, a few output rows at a
 /// time), each patch added back onto the rows of this block it covers.
 fn input_rows<T: GemmElement>(
     dy: &[T],
@@ -476,7 +476,7 @@ pub fn conv2d_backprop_filter_into<T: GemmElement>(
 }
 
 /// Output pixels `p0..p1` of a plain convolution's filter gradient: their im2col rows and
-/// their `dy` rows transposed into this thread's scratch, then `dyᵀ · cols` (`[M, patch]`)
+/// their `dy` rows transposed into a scratch buffer, then `dyᵀ · cols` (`[M, patch]`)
 /// into `part` (the group's first chunk) or added to it.
 fn filter_chunk<T: GemmElement>(
     x: &[T],

@@ -1,4 +1,4 @@
-//! conv2d fused with the max or average pooling that reads it: each band of pooled rows computes the convolution rows its windows read into a per-thread scratch, runs the conv's epilogue there and pools them, so the convolution's output is never written to memory.
+//! conv2d fused with the max or average pooling that reads it: each band of pooled rows computes the convolution rows its windows read into a scratch buffer, runs the conv's epilogue there and pools them, so the convolution's output is never written to memory.
 //!
 //! This is the kernel `max_pool2d(relu(conv2d(x, k, ..) + b), ..)` compiles to (TF's
 //! Conv → BiasAdd → Relu → MaxPool, the core of every small CNN). Pooled rows are cut into
@@ -12,15 +12,12 @@
 //! computed; rows shared by two bands' windows (a stride smaller than the window) are
 //! computed by both.
 
-use std::any::{Any, TypeId};
-use std::cell::RefCell;
-
 use rayon::prelude::*;
 
 use super::conv::{
     Algorithm, Padding, Prepared, BLOCKS_PER_THREAD, OUT_BLOCK_BYTES, SEQUENTIAL_MACS,
 };
-use super::gemm::GemmElement;
+use super::gemm::{GemmElement, Scratch};
 use crate::kernels::pool::{input_rows, out_and_pad, pool_row, Pool2d, Window};
 
 /// The output shape `[N, PH, PW, Cout]` of the fused kernel, or `None` when the convolution
@@ -97,13 +94,18 @@ pub fn conv2d_pool_into<T: GemmElement + 'static, E>(
     let by_balance = (n * ph).div_ceil(threads * BLOCKS_PER_THREAD).max(1);
     let band = by_cache.min(by_balance).min(ph);
 
+    // Every thread's scratch for the longest band (its convolution rows and their im2col
+    // rows), whichever bands it gets, before the bands run (see `ScratchPool`).
+    let band_rows = ((band - 1) * sh + kh).min(oh);
+    T::scratch_pool(Scratch::Band).reserve(threads, band_rows * conv_row);
+    T::reserve_scratch(threads, conv.block_scratch(band_rows * ow));
     // The kernel as the conv blocks read it, made once for all bands.
     conv.with_kernel(k, |k| {
         // One band: pooled rows `i0..i0 + out_band.len() / pooled_row` of image `b`.
         let run_band = |b: usize, i0: usize, out_band: &mut [T]| {
             let i1 = i0 + out_band.len() / pooled_row;
             let rows = input_rows(i0..i1, oh, kh, sh, pad_top);
-            with_band_scratch::<T, _>(rows.len() * conv_row, |scratch| {
+            T::scratch_pool(Scratch::Band).with(rows.len() * conv_row, |scratch| {
                 if !scratch.is_empty() {
                     let p0 = (b * oh + rows.start) * ow;
                     conv.compute(x, k, p0, scratch, &epilogue);
@@ -133,35 +135,4 @@ pub fn conv2d_pool_into<T: GemmElement + 'static, E>(
                     .for_each(|(j, out_band)| run_band(b, j * band, out_band));
             });
     });
-}
-
-thread_local! {
-    /// One scratch vector per element type and thread, holding a band's convolution rows.
-    static BAND_SCRATCH: RefCell<Vec<(TypeId, Box<dyn Any>)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` on this thread's band scratch of `T`, grown to `len` elements (so a kernel run
-/// again allocates nothing). Separate from the GEMM's own scratch, which the convolution
-/// borrows inside `f`; should `f` ever re-enter, the inner call gets a vector of its own.
-fn with_band_scratch<T: GemmElement + 'static, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
-    BAND_SCRATCH.with(|cell| {
-        let Ok(mut list) = cell.try_borrow_mut() else {
-            return f(&mut vec![T::ZERO; len]);
-        };
-        let at = match list.iter().position(|(t, _)| *t == TypeId::of::<T>()) {
-            Some(at) => at,
-            None => {
-                list.push((TypeId::of::<T>(), Box::new(Vec::<T>::new())));
-                list.len() - 1
-            }
-        };
-        let buf = list[at]
-            .1
-            .downcast_mut::<Vec<T>>()
-            .expect("the entry of T's TypeId holds a Vec<T>");
-        if buf.len() < len {
-            buf.resize(len, T::ZERO);
-        }
-        f(&mut buf[..len])
-    })
 }

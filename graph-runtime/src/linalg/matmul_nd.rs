@@ -154,12 +154,10 @@ pub fn matmul_nd_into<T: GemmElement, E>(
             let r = out_blk.len() / n;
             if spec.a_transposed {
                 // Rows r0..r0+r of the product read columns r0..r0+r of the stored `[k, m]`
-                // matrix: they are gathered into this thread's scratch as an `r x k` block
-                // (a slab that stays in cache; the whole transpose is never materialised),
-                // then multiplied as a row-major left operand, the same arithmetic as on a
-                // transposed copy. The scratch grows to a whole block's size whichever block
-                // comes first, so that no later call grows it again (threads take blocks in
-                // any order; the last one can be shorter).
+                // matrix: they are gathered into a scratch buffer as an `r x k` block (a
+                // slab that stays in cache; the whole transpose is never materialised), then
+                // multiplied as a row-major left operand, the same arithmetic as on a
+                // transposed copy. The pool was provisioned for whole blocks below.
                 T::with_scratch(rows.min(m) * k, |scratch| {
                     let a_rows = &mut scratch[..r * k];
                     for (p, col) in a_b.chunks_exact(m).enumerate() {
@@ -200,6 +198,16 @@ pub fn matmul_nd_into<T: GemmElement, E>(
             out_b.par_chunks_mut(rows * n).enumerate().for_each(block);
         }
     };
+    if spec.a_transposed {
+        // Every thread's scratch for a whole block, whichever blocks it gets, before the
+        // loops (see `ScratchPool`).
+        let rows = if m * k * n < SEQUENTIAL_MACS {
+            m
+        } else {
+            block_plan::<T>(m, k, n, batch).rows
+        };
+        T::reserve_scratch(rayon::current_num_threads(), rows.min(m) * k);
+    }
     if batch == 1 || m * k * n * batch < SEQUENTIAL_MACS {
         out.chunks_mut(m * n)
             .enumerate()

@@ -24,6 +24,7 @@ use std::sync::{Mutex, MutexGuard};
 use super::kernel::Kernel;
 use super::pack::{pack_a_block, pack_b, round_up, BSrc};
 use super::portable::{Portable, PNR};
+use super::scratch::ScratchPool;
 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
 use super::{avx2, avx512, avx512_wide};
 use crate::exec::cpu::{avx512_tiles, level, wide_tiles, Level};
@@ -65,7 +66,7 @@ pub trait PackElem:
     fn pool() -> &'static Pool<Self>;
 
     /// The free buffers for pre-packed `b` matrices of this type.
-    fn shared_pool() -> &'static Mutex<Vec<Vec<Self>>>;
+    fn shared_pool() -> &'static ScratchPool<Self>;
 
     /// Columns of the packed micro-panels of `b` for a product of `n` columns on this
     /// CPU's micro-kernel.
@@ -174,8 +175,8 @@ pub(super) fn with_pack<T: PackElem, R>(f: impl FnOnce(&mut [T]) -> R) -> R {
 macro_rules! pack_elem {
     ($t:ty, $avx2:ty, $avx512:ty $(, $wide:path)?) => {
         impl PackElem for $t {
-            fn shared_pool() -> &'static Mutex<Vec<Vec<$t>>> {
-                static POOL: Mutex<Vec<Vec<$t>>> = Mutex::new(Vec::new());
+            fn shared_pool() -> &'static ScratchPool<$t> {
+                static POOL: ScratchPool<$t> = ScratchPool::new();
                 &POOL
             }
 
@@ -367,15 +368,7 @@ pub unsafe fn gemm_bt<T: PackElem>(
 /// Runs `f` on a buffer of at least `len` elements for a pre-packed `b`, borrowed from a
 /// pool of such buffers (grown, never shrunk: steady-state shapes allocate nothing).
 pub fn with_prepacked<T: PackElem, R>(len: usize, f: impl FnOnce(&mut [T]) -> R) -> R {
-    let pool = T::shared_pool();
-    let popped = pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
-    let mut buf = popped.unwrap_or_default();
-    if buf.len() < len {
-        buf = vec![T::default(); len];
-    }
-    let r = f(&mut buf[..len]);
-    pool.lock().unwrap_or_else(|e| e.into_inner()).push(buf);
-    r
+    T::shared_pool().with(len, f)
 }
 
 /// `c[m, n] = a[m, k] * b`, `b` pre-packed by [`prepack_b`](super::pack::prepack_b) for `n_pad` columns and the

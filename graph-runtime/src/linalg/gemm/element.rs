@@ -4,6 +4,7 @@ use std::mem::MaybeUninit;
 
 use super::gather::{self, gather_rows_in_chunks};
 use super::plan::col_align;
+use super::scratch::ScratchPool;
 use super::{blis, pack};
 use crate::dtype::Numeric;
 
@@ -122,16 +123,34 @@ pub trait GemmElement: Numeric {
         unreachable!("gemm_prepacked without pre-packing");
     }
 
-    /// Runs `f` on this thread's scratch buffer of `Self`, grown to at least `len` elements.
-    ///
-    /// The buffer lives as long as the thread, so steady-state kernels (conv2d's im2col)
-    /// allocate nothing. `f` must not call `with_scratch` again nor wait on rayon work
-    /// (a stolen task on this thread could reach for the borrowed buffer).
-    fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+    /// The pool of scratch buffers of `Self` for one use (see [`Scratch`]).
+    fn scratch_pool(kind: Scratch) -> &'static ScratchPool<Self>;
 
-    /// Runs `f` on this thread's buffer for a reordered copy of a conv2d kernel, grown to at
-    /// least `len` elements; a fresh vector instead if the buffer is in use (a nested call).
-    fn with_kernel_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+    /// Runs `f` on `len` elements of a buffer from the [`Scratch::Cols`] pool, shared by
+    /// all threads (conv2d's im2col rows, a transposed operand's block).
+    ///
+    /// Steady-state kernels allocate nothing as long as the thread that starts a parallel
+    /// loop first calls [`reserve_scratch`](GemmElement::reserve_scratch) for it. `f` may
+    /// nest another call (it gets another buffer).
+    #[inline]
+    fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
+        Self::scratch_pool(Scratch::Cols).with(len, f)
+    }
+
+    /// Provisions the [`Scratch::Cols`] pool for `threads` blocks at once, each borrowing at
+    /// most `len` elements: call before a parallel loop whose blocks call
+    /// [`with_scratch`](GemmElement::with_scratch).
+    #[inline]
+    fn reserve_scratch(threads: usize, len: usize) {
+        Self::scratch_pool(Scratch::Cols).reserve(threads, len)
+    }
+
+    /// Runs `f` on `len` elements of a buffer for a reordered copy of a conv2d kernel
+    /// ([`Scratch::Kernel`]), which the blocks on every thread then share.
+    #[inline]
+    fn with_kernel_scratch<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
+        Self::scratch_pool(Scratch::Kernel).with(len, f)
+    }
 
     /// Output pixels `0..pixels` of a run along one output row of a stride-1 convolution
     /// with 3 kernel columns, into `out` (`pixels * n`, only written): pixel `r`'s patch
@@ -270,34 +289,32 @@ macro_rules! prepack_impl {
     };
 }
 
-/// The first `len` elements of `buf`, grown with default values if it is shorter.
-fn grown<T: Default + Clone>(buf: &mut Vec<T>, len: usize) -> &mut [T] {
-    if buf.len() < len {
-        buf.resize(len, T::default());
-    }
-    &mut buf[..len]
+/// What a pool of scratch buffers holds ([`GemmElement::scratch_pool`]): uses that nest
+/// (conv2d's pooled bands compute their convolution rows with im2col scratch inside) take
+/// different pools, so that reserving one provisions every nested level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scratch {
+    /// Rows gathered for a GEMM: conv2d's im2col, a transposed left operand's block.
+    Cols,
+    /// A conv2d kernel reordered for the gather GEMM, once per convolution.
+    Kernel,
+    /// A band of convolution rows that a fused pooling reads.
+    Band,
 }
 
-/// Implements [`GemmElement::with_scratch`] and [`GemmElement::with_kernel_scratch`] with thread-local vectors per type.
+/// Implements [`GemmElement::scratch_pool`] with one static pool per use and type.
 macro_rules! scratch_impl {
     ($t:ty) => {
         #[inline]
-        fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [$t]) -> R) -> R {
-            thread_local! {
-                static SCRATCH: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) };
+        fn scratch_pool(kind: Scratch) -> &'static ScratchPool<$t> {
+            static COLS: ScratchPool<$t> = ScratchPool::new();
+            static KERNEL: ScratchPool<$t> = ScratchPool::new();
+            static BAND: ScratchPool<$t> = ScratchPool::new();
+            match kind {
+                Scratch::Cols => &COLS,
+                Scratch::Kernel => &KERNEL,
+                Scratch::Band => &BAND,
             }
-            SCRATCH.with(|cell| f(grown(&mut cell.borrow_mut(), len)))
-        }
-
-        #[inline]
-        fn with_kernel_scratch<R>(len: usize, f: impl FnOnce(&mut [$t]) -> R) -> R {
-            thread_local! {
-                static KERNEL: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) };
-            }
-            KERNEL.with(|cell| match cell.try_borrow_mut() {
-                Ok(mut buf) => f(grown(&mut buf, len)),
-                Err(_) => f(&mut vec![<$t>::default(); len]),
-            })
         }
     };
 }

@@ -24,7 +24,9 @@
 //! - `portable.rs`, `avx2.rs`, `avx512.rs`: the micro-kernels, one file per instruction set
 //!   (a new one implements `Kernel` in a file of its own and joins the dispatch in `blis.rs`);
 //!   `avx512_wide.rs`: AVX-512's own f32 driver on 6 x 64 tiles;
-//! - `gather.rs`: conv2d's f32 GEMM over a gathered left operand.
+//! - `gather.rs`: conv2d's f32 GEMM over a gathered left operand;
+//! - `scratch.rs`: [`ScratchPool`], the scratch buffers every thread borrows from (im2col rows,
+//!   reordered kernels, pre-packed operands), provisioned before each parallel loop.
 
 #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
 mod avx2;
@@ -40,11 +42,13 @@ mod pack;
 mod parallel;
 mod plan;
 mod portable;
+mod scratch;
 
-pub use element::{GemmElement, PrepackedB};
+pub use element::{GemmElement, PrepackedB, Scratch};
 pub use parallel::{matmul_into, no_epilogue};
 pub use plan::{
     block_plan, col_align, gemm_row_align, row_align, BlockPlan, MatmulDims, BLOCK_ELEMENTS,
     DEEP_K, LARGE_B_MIN_ROWS, MIN_BLOCK_MACS, MIN_BLOCK_ROWS, MIN_PANEL_COLS, PREPACK_MAX_BYTES,
     SEQUENTIAL_MACS,
 };
+pub use scratch::ScratchPool;
