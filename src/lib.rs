@@ -16,7 +16,7 @@ pub use graph_runtime::profile::ProfileReport;
 pub use graph_runtime::session::{Session, SessionConfig};
 pub use graph_runtime::tensorboard::EventWriter;
 pub use graph_runtime::{
-    BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region,
+    BufferDef, CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region, Role,
 };
 pub use graph_runtime::{Element, Error, Float, Numeric};
 pub use ndarray;

@@ -11,7 +11,7 @@ mod external_tools;
 use external_tools::{require_graphviz, require_tensorboard, venv_python};
 
 use graph_runtime::tensorboard::{proto, read_event_file, read_records, EventWriter};
-use graph_runtime::{CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
+use graph_runtime::{CondDef, DType, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region, Role};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -54,6 +54,8 @@ fn node(
         attrs: Vec::new(),
         region,
         group,
+        role: Role::Forward,
+        saved: false,
     }
 }
 

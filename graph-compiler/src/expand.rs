@@ -178,7 +178,16 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
     let mut emitter = emit::compiled::Emitter::new(&graph, &plan, &sched);
     let compiled_body = emitter.body(&sig.params);
     let eager_body = emit::eager::body(&eager_graph, &sig.params);
-    let passes = config.names();
+    // Recompute only acts on a graph with a backward pass: only such a graph lists it.
+    let has_backward = graph
+        .nodes
+        .iter()
+        .any(|n| n.role == crate::ir::Role::Backward);
+    let passes: Vec<&str> = config
+        .names()
+        .into_iter()
+        .filter(|&p| p != "recompute" || has_backward)
+        .collect();
     let describe = emit::describe::body(&name_str, &graph, &sig.params, &plan, &sched, &passes);
     let result = emit::result_value(&sig.results);
     let doc = doc_text(&name_str, &sig);
@@ -323,7 +332,7 @@ fn doc_text(name: &str, sig: &Signature) -> String {
     s
 }
 
-/// Reads `#[graph]` or `#[graph(disable(fold, cse, dce, simplify, fusion))]`.
+/// Reads `#[graph]` or `#[graph(disable(fold, cse, dce, simplify, fusion, recompute))]`.
 fn parse_config(attr: TokenStream, diag: &mut Diagnostics) -> PassConfig {
     let mut config = PassConfig::default();
     if attr.is_empty() {
@@ -344,10 +353,11 @@ fn parse_config(attr: TokenStream, diag: &mut Diagnostics) -> PassConfig {
                     "dce" => config.dce = false,
                     "simplify" => config.simplify = false,
                     "fusion" => config.fusion = false,
+                    "recompute" => config.recompute = false,
                     _ => {
                         return Err(syn::Error::new(
                             name.span(),
-                            "unknown pass: the passes are `fold`, `simplify`, `cse`, `dce` and `fusion`",
+                            "unknown pass: the passes are `fold`, `simplify`, `cse`, `dce`, `recompute` and `fusion`",
                         ))
                     }
                 }

@@ -246,6 +246,8 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
     let mut slot = vec![None; n];
     let mut in_place: Vec<Option<NodeId>> = vec![None; n];
     let mut slots: Vec<(DType, Vec<NodeId>, usize)> = Vec::new();
+    // The largest value of each slot, in bytes with every symbol at a nominal size.
+    let mut slot_bytes: Vec<u64> = Vec::new();
     let mut frees_after: Vec<Vec<NodeId>> = vec![Vec::new(); groups.len()];
     for g in groups {
         // A view needs no buffer, unless it makes a tensor of a scalar (`reshape` of a rank-0
@@ -271,6 +273,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         // is empty next time (that allocation is the result), when it is not it goes back.
         if fresh[v.0] {
             slots.push((node.dtype, vec![v], usize::MAX));
+            slot_bytes.push(node.nominal_bytes());
             slot[v.0] = Some(slots.len() - 1);
             let end = last_use[v.0].unwrap_or(g.id);
             let returned_through_view =
@@ -309,19 +312,38 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
             frees_after[g.id].retain(|&x| x != l);
             in_place[v.0] = Some(l);
         }
+        // Of the free slots, the smallest that holds the value already and is at most twice
+        // its size, else the largest smaller one (it grows least), else a new slot: a small
+        // value never takes a large slot that a large value could reuse later.
+        let need = node.nominal_bytes();
         let free = match dead_input {
             Some(l) => slot[l.0],
-            None => slots
-                .iter()
-                .position(|(dt, _, busy_until)| *dt == node.dtype && *busy_until < g.id),
+            None => {
+                let free = || {
+                    (0..slots.len()).filter(|&s| {
+                        let (dt, _, busy_until) = &slots[s];
+                        *dt == node.dtype && *busy_until < g.id
+                    })
+                };
+                free()
+                    .filter(|&s| slot_bytes[s] >= need && slot_bytes[s] / 2 <= need)
+                    .min_by_key(|&s| slot_bytes[s])
+                    .or_else(|| {
+                        free()
+                            .filter(|&s| slot_bytes[s] < need)
+                            .max_by_key(|&s| (slot_bytes[s], std::cmp::Reverse(s)))
+                    })
+            }
         };
         let s = match free {
             Some(s) => s,
             None => {
                 slots.push((node.dtype, Vec::new(), 0));
+                slot_bytes.push(0);
                 slots.len() - 1
             }
         };
+        slot_bytes[s] = slot_bytes[s].max(need);
         slots[s].1.push(v);
         slots[s].2 = end;
         slot[v.0] = Some(s);

@@ -55,4 +55,4 @@ pub use linalg::{conv, conv_backprop, conv_general, conv_pool, matmul_nd};
 
 pub use dtype::{DType, Element, Float, Numeric};
 pub use error::Error;
-pub use graph::{BufferDef, CondDef, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
+pub use graph::{BufferDef, CondDef, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region, Role};

@@ -93,6 +93,8 @@ pub fn body(
     let cond_index: Vec<Option<usize>> = (0..graph.conds.len())
         .map(|i| live_conds.iter().position(|&c| c == i))
         .collect();
+    let roles = graph.roles();
+    let saved = graph.saved(&plan.live);
     let mut nodes = Vec::new();
     for (i, n) in graph.nodes.iter().enumerate() {
         let Some(id) = index[i] else { continue };
@@ -190,6 +192,12 @@ pub fn body(
             Some(g) => quote!(::std::option::Option::Some(#g)),
             None => quote!(::std::option::Option::None),
         };
+        let role = crate::emit::ident(match roles[i] {
+            Role::Forward => "Forward",
+            Role::Backward => "Backward",
+            Role::Update => "Update",
+        });
+        let is_saved = saved[i];
         debug_assert_eq!(id, nodes.len(), "a node's id is its row");
         nodes.push(quote!(::grafo::__private::describe::NodeRow {
             name: #nm,
@@ -201,6 +209,8 @@ pub fn body(
             attrs: &[#(#attrs),*],
             region: #region,
             group: #group,
+            role: ::grafo::Role::#role,
+            saved: #is_saved,
         }));
     }
     let mut conds = Vec::new();

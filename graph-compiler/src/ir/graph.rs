@@ -41,6 +41,19 @@ impl Region {
     }
 }
 
+/// What part of a train step a node belongs to: the forward pass, the backward pass that
+/// `gradients` built, or what comes after it and reads gradients (an optimizer's update).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Role {
+    #[default]
+    Forward,
+    /// Built by a `gradients` sweep (an adjoint, or a forward value recomputed for one).
+    Backward,
+    /// Not built by a sweep, but reads what one built (`apply_adam(w, .., gw)`); set by
+    /// [`Graph::roles`], never stored on a node.
+    Update,
+}
+
 /// One node of the graph.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -57,7 +70,28 @@ pub struct Node {
     pub region: Region,
     /// Set when the node could not be typed; checks on its users are skipped (no cascade).
     pub poisoned: bool,
+    /// [`Role::Backward`] for the nodes a `gradients` sweep built, else [`Role::Forward`].
+    pub role: Role,
 }
+
+impl Node {
+    /// The bytes of the value with every symbol standing for [`NOMINAL_SYMBOL`] (for
+    /// comparing sizes at expansion time: every symbolic dim counts as the same size).
+    pub fn nominal_bytes(&self) -> u64 {
+        let elems = self.shape.iter().fold(1u64, |acc, d| {
+            let m = d.monomial();
+            let n = m
+                .syms
+                .iter()
+                .fold(m.coef, |a, _| a.saturating_mul(NOMINAL_SYMBOL));
+            acc.saturating_mul(n)
+        });
+        elems.saturating_mul(self.dtype.size_bytes())
+    }
+}
+
+/// The size a symbol stands for when the compiler compares bytes.
+pub const NOMINAL_SYMBOL: u64 = 1024;
 
 /// The condition of a cond: a rank-0 bool tensor node, or a host Rust expression.
 #[derive(Debug, Clone)]
@@ -245,6 +279,81 @@ impl Graph {
                 _ => return None,
             }
         }
+    }
+
+    /// The role of every node: a node a sweep built is backward; any other node that reads
+    /// a backward or update value is an update; the rest are forward.
+    pub fn roles(&self) -> Vec<Role> {
+        let mut roles: Vec<Role> = self.nodes.iter().map(|n| n.role).collect();
+        for i in 0..self.nodes.len() {
+            if roles[i] == Role::Forward
+                && self.nodes[i]
+                    .inputs
+                    .iter()
+                    .any(|x| x.0 < i && roles[x.0] != Role::Forward)
+            {
+                roles[i] = Role::Update;
+            }
+        }
+        roles
+    }
+
+    /// The forward values a backward node reads: what the backward pass keeps from the
+    /// forward one (values computed in a forward cond arm count through the cond's result).
+    pub fn saved(&self, live: &[bool]) -> Vec<bool> {
+        let roles = self.roles();
+        let mut saved = vec![false; self.nodes.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !live[i] || roles[i] != Role::Backward {
+                continue;
+            }
+            for &x in &n.inputs {
+                let xn = self.node(x);
+                if roles[x.0] == Role::Forward
+                    && !xn.shape.is_empty()
+                    && !matches!(xn.op, Op::Const { .. })
+                {
+                    saved[x.0] = true;
+                }
+            }
+        }
+        saved
+    }
+
+    /// Puts the nodes in the order `order` (a permutation of the ids that keeps every
+    /// operand before its readers) and renames every reference to a node to match: inputs,
+    /// cond outputs, results, effects and predicates, outputs, new values of parameters.
+    pub fn reorder(&mut self, order: &[NodeId]) {
+        debug_assert_eq!(order.len(), self.nodes.len());
+        let mut new_id = vec![NodeId(usize::MAX); self.nodes.len()];
+        for (k, &old) in order.iter().enumerate() {
+            new_id[old.0] = NodeId(k);
+        }
+        let map = |x: &mut NodeId| *x = new_id[x.0];
+        let mut old_nodes: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.nodes = order
+            .iter()
+            .map(|o| old_nodes[o.0].take().expect("a permutation"))
+            .collect();
+        for n in &mut self.nodes {
+            n.inputs.iter_mut().for_each(map);
+        }
+        for c in &mut self.conds {
+            c.then_outputs.iter_mut().for_each(map);
+            c.else_outputs.iter_mut().for_each(map);
+            c.results.iter_mut().for_each(map);
+            c.then_effects.iter_mut().for_each(map);
+            c.else_effects.iter_mut().for_each(map);
+            if let Predicate::Tensor(p) = &mut c.predicate {
+                map(p);
+            }
+        }
+        self.outputs.iter_mut().for_each(map);
+        self.writebacks.iter_mut().for_each(|(_, w)| map(w));
+        self.effects.iter_mut().for_each(map);
     }
 
     /// The scalar value of a constant node.

@@ -111,6 +111,7 @@ impl Lowerer<'_> {
             name: None,
             region: self.region,
             poisoned: too_big,
+            role: Role::Forward,
         })
     }
 

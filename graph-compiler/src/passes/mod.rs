@@ -3,12 +3,14 @@
 pub mod cse;
 pub mod dce;
 pub mod fold;
+pub mod recompute;
 pub mod simplify;
 pub mod transpose_operand;
 
 use crate::ir::{Graph, NodeId, Predicate};
 
-/// Which passes run; `#[graph(disable(fold, cse, dce, simplify, fusion))]` switches some off.
+/// Which passes run; `#[graph(disable(fold, cse, dce, simplify, fusion, recompute))]`
+/// switches some off.
 #[derive(Debug, Clone, Copy)]
 pub struct PassConfig {
     pub fold: bool,
@@ -16,6 +18,8 @@ pub struct PassConfig {
     pub dce: bool,
     pub simplify: bool,
     pub fusion: bool,
+    /// Rematerialisation: the backward pass recomputes cheap forward values (`recompute.rs`).
+    pub recompute: bool,
 }
 
 impl Default for PassConfig {
@@ -26,6 +30,7 @@ impl Default for PassConfig {
             dce: true,
             simplify: true,
             fusion: true,
+            recompute: true,
         }
     }
 }
@@ -43,6 +48,9 @@ impl PassConfig {
         if self.cse {
             v.push("cse");
         }
+        if self.recompute {
+            v.push("recompute");
+        }
         if self.dce {
             v.push("dce");
         }
@@ -54,7 +62,8 @@ impl PassConfig {
 }
 
 /// Runs the enabled passes in order: fold, simplify, cse, transposed matmul operands (with
-/// fusion), dce (fold again after simplify exposes constants).
+/// fusion), recompute, dce (fold again after simplify exposes constants). Recompute comes
+/// after cse, which would merge its copies back into the forward values.
 pub fn optimise(graph: &mut Graph, config: &PassConfig, diag: &mut crate::diag::Diagnostics) {
     if config.fold {
         fold::run(graph, diag);
@@ -70,6 +79,9 @@ pub fn optimise(graph: &mut Graph, config: &PassConfig, diag: &mut crate::diag::
     }
     if config.fusion {
         transpose_operand::run(graph);
+    }
+    if config.recompute {
+        recompute::run(graph, config);
     }
     if config.dce {
         dce::run(graph);

@@ -137,6 +137,7 @@ pub fn run(graph: &mut Graph) {
                         name: None,
                         region: n.region,
                         poisoned: false,
+                        role: n.role,
                     });
                     let node = graph.node_mut(id);
                     node.op = Op::Binary(BinaryOp::Mul);

@@ -41,6 +41,30 @@ pub enum Region {
     },
 }
 
+/// What part of a train step a node belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Role {
+    /// The forward pass (everything, in a graph without `gradients`).
+    #[default]
+    Forward,
+    /// The backward pass `gradients` built: the adjoints, and forward values it recomputes
+    /// rather than keeps.
+    Backward,
+    /// After the backward pass and reading its gradients: an optimizer's update.
+    Update,
+}
+
+impl Role {
+    /// `forward`, `backward` or `update`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Forward => "forward",
+            Role::Backward => "backward",
+            Role::Update => "update",
+        }
+    }
+}
+
 /// One operation of the graph.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeDef {
@@ -61,6 +85,10 @@ pub struct NodeDef {
     pub region: Region,
     /// The fusion group that computes this node, if it survives optimisation and runs.
     pub group: Option<usize>,
+    pub role: Role,
+    /// A forward value the backward pass reads (PyTorch's saved tensor): its buffer is
+    /// kept from the forward pass until the backward one is done with it.
+    pub saved: bool,
 }
 
 /// A cond node (`tf.cond`): a predicate, two arms, and the values it outputs.
@@ -146,6 +174,16 @@ impl GraphDef {
     /// The groups of one kind (`"elementwise"`, `"matmul"`...).
     pub fn groups_of(&self, kind: &str) -> Vec<&GroupDef> {
         self.groups.iter().filter(|g| g.kind == kind).collect()
+    }
+
+    /// The nodes of one role, by id.
+    pub fn nodes_of(&self, role: Role) -> Vec<&NodeDef> {
+        self.nodes.iter().filter(|n| n.role == role).collect()
+    }
+
+    /// The forward values the backward pass reads.
+    pub fn saved(&self) -> Vec<&NodeDef> {
+        self.nodes.iter().filter(|n| n.saved).collect()
     }
 
     /// The ops of a group's nodes, in order.

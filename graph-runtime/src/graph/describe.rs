@@ -5,7 +5,7 @@
 //! and LLVM gigabytes in a release build. A `static` table of plain rows is only data, of
 //! any length, and these functions turn it into the owned [`GraphDef`](super::GraphDef) parts.
 
-use super::def::{BufferDef, CondDef, Dim, GroupDef, NodeDef, Region};
+use super::def::{BufferDef, CondDef, Dim, GroupDef, NodeDef, Region, Role};
 use crate::dtype::DType;
 
 /// A [`Dim`] as static data.
@@ -28,6 +28,8 @@ pub struct NodeRow {
     pub attrs: &'static [(&'static str, &'static str)],
     pub region: Region,
     pub group: Option<usize>,
+    pub role: Role,
+    pub saved: bool,
 }
 
 /// A [`CondDef`] as static data; its id is its index in the table.
@@ -89,6 +91,8 @@ pub fn nodes(rows: &[NodeRow]) -> Vec<NodeDef> {
                 .collect(),
             region: r.region,
             group: r.group,
+            role: r.role,
+            saved: r.saved,
         })
         .collect()
 }

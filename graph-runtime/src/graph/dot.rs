@@ -4,8 +4,12 @@
 //! chain of clusters: the arm clusters of the conds it sits in (outermost first), then its
 //! fusion group's cluster. A fusion group inside a cond arm is drawn inside that arm.
 //! The output depends only on the graph, so it can be snapshotted.
+//!
+//! In a graph with a backward pass, each node is filled with its role's colour (forward
+//! white, backward orange, update green) and a saved tensor (a forward value the backward
+//! pass reads) has a thick red border and `saved` in its label; a legend says so.
 
-use super::def::{shape_text, GraphDef, NodeDef, Region};
+use super::def::{shape_text, GraphDef, NodeDef, Region, Role};
 use std::fmt::Write;
 
 /// A cluster of the drawing: the whole graph, one arm of a cond, or one fusion group.
@@ -30,6 +34,9 @@ impl GraphDef {
         out.push_str("  node [shape=box, style=rounded, fontname=\"Helvetica\", fontsize=10];\n");
         out.push_str("  edge [fontname=\"Helvetica\", fontsize=9];\n");
         layout.write_cluster(self, Cluster::Root, 1, &mut out);
+        if has_backward(self) {
+            write_legend(&mut out);
+        }
         self.write_edges(&mut out);
         out.push_str("}\n");
         out
@@ -223,7 +230,47 @@ fn write_node(graph: &GraphDef, i: usize, node: &NodeDef, indent: &str, out: &mu
     if graph.outputs.contains(&i) || graph.inputs.iter().any(|p| p.written_from == Some(i)) {
         extra.push_str(", peripheries=2");
     }
+    if has_backward(graph) {
+        if node.saved {
+            label.push_str("\nsaved");
+            extra.push_str(", penwidth=2.5, color=\"#c0392b\"");
+        }
+        let fill = role_colour(node.role);
+        if node.op == "input" || node.op == "cond" {
+            let _ = write!(extra, ", style=filled, fillcolor=\"{fill}\"");
+        } else {
+            let _ = write!(extra, ", style=\"rounded,filled\", fillcolor=\"{fill}\"");
+        }
+    }
     let _ = writeln!(out, "{indent}n{i} [label=\"{}\"{extra}];", escape(&label));
+}
+
+/// Whether the graph has a backward pass (its nodes are then coloured by role).
+pub(crate) fn has_backward(graph: &GraphDef) -> bool {
+    graph.nodes.iter().any(|n| n.role == Role::Backward)
+}
+
+/// The fill colour of a role's nodes.
+fn role_colour(role: Role) -> &'static str {
+    match role {
+        Role::Forward => "#ffffff",
+        Role::Backward => "#fde3c8",
+        Role::Update => "#d5f0d5",
+    }
+}
+
+/// A legend of the role colours and of the saved tensors' border.
+fn write_legend(out: &mut String) {
+    out.push_str("  subgraph cluster_legend {\n    label=\"legend\"; style=dashed;\n");
+    for role in [Role::Forward, Role::Backward, Role::Update] {
+        let _ = writeln!(
+            out,
+            "    legend_{0} [label=\"{0}\", style=\"rounded,filled\", fillcolor=\"{1}\"];",
+            role.name(),
+            role_colour(role)
+        );
+    }
+    out.push_str("    legend_saved [label=\"saved: a forward value\\nthe backward pass reads\", penwidth=2.5, color=\"#c0392b\"];\n  }\n");
 }
 
 fn parent_of(parents: &[(Cluster, Cluster)], c: Cluster) -> Cluster {

@@ -5,11 +5,15 @@
 //!
 //! - [`def`]: [`GraphDef`] and its parts (nodes, conds, fusion groups, buffers), re-exported here;
 //! - [`describe`]: the static rows `#[graph]` writes into the binary, turned into those parts;
-//! - [`dot`] and [`tensorboard`]: the Graphviz and TensorBoard exports.
+//! - [`dot`] and [`tensorboard`]: the Graphviz and TensorBoard exports;
+//! - [`memory`]: the bytes the static buffer plan holds, step by step, and its peak.
 
 pub mod def;
 pub mod describe;
 pub mod dot;
+pub mod memory;
 pub mod tensorboard;
 
-pub use def::{shape_text, BufferDef, CondDef, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region};
+pub use def::{
+    shape_text, BufferDef, CondDef, Dim, GraphDef, GroupDef, InputDef, NodeDef, Region, Role,
+};

@@ -13,8 +13,13 @@
 //! TensorBoard draws each arm as a collapsible box. Its attributes are `T` (the dtype),
 //! `_output_shapes` (symbolic dims as size -1 named by their symbol), `line`, its fusion
 //! group, and the op's own attributes as strings.
+//!
+//! In a graph with a backward pass, the backward nodes sit in TF's name scope `gradients/`
+//! and the update's in `update/` (each outside the cond-arm scopes), so TensorBoard draws
+//! forward, backward and update as separate boxes; every node has a `_role` attribute, and
+//! a saved tensor (a forward value the backward pass reads) `_saved = true`.
 
-use super::def::{Dim, GraphDef, Region};
+use super::def::{Dim, GraphDef, Region, Role};
 use crate::dtype::DType;
 use crate::error::Error;
 use prost::Message;
@@ -281,6 +286,15 @@ impl GraphDef {
                     proto::attr(proto::Value::S(text.into_bytes())),
                 );
             }
+            if super::dot::has_backward(self) {
+                attr.insert(
+                    "_role".to_string(),
+                    proto::attr(proto::Value::S(node.role.name().as_bytes().to_vec())),
+                );
+                if node.saved {
+                    attr.insert("_saved".to_string(), proto::attr(proto::Value::B(true)));
+                }
+            }
             for (key, value) in &node.attrs {
                 let value = proto::attr(proto::Value::S(value.clone().into_bytes()));
                 // The op's own attributes never replace the ones above.
@@ -422,6 +436,7 @@ impl Drop for EventWriter {
 /// cond arms it sits in (`cond0/then/y`), and made unique with `_1`, `_2`... where needed.
 fn tensorflow_names(graph: &GraphDef) -> Vec<String> {
     let mut used = std::collections::BTreeSet::new();
+    let by_role = super::dot::has_backward(graph);
     graph
         .nodes
         .iter()
@@ -432,7 +447,20 @@ fn tensorflow_names(graph: &GraphDef) -> Vec<String> {
             } else {
                 node.name.clone()
             };
-            let full = format!("{}{}", scope(graph, node.region), op_name(&base));
+            // The role's scope goes outside the arms' (`gradients/cond1/then/x`).
+            let (role_scope, base) = match node.role {
+                Role::Backward if by_role => (
+                    "gradients/",
+                    base.strip_prefix("gradients/").unwrap_or(&base).to_string(),
+                ),
+                Role::Update if by_role => ("update/", base),
+                _ => ("", base),
+            };
+            let full = format!(
+                "{role_scope}{}{}",
+                scope(graph, node.region),
+                op_name(&base)
+            );
             let mut name = full.clone();
             let mut n = 1;
             while !used.insert(name.clone()) {

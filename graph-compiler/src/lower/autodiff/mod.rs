@@ -30,6 +30,8 @@ pub(super) type Adjoints = BTreeMap<NodeId, NodeId>;
 pub(super) struct Sweep {
     /// The number of forward nodes (backward ones are pushed after them).
     forward_len: usize,
+    /// The number of conds before the sweep (backward conds are pushed after them).
+    forward_conds: usize,
     /// `depends[i]`: node `i` is a float value that depends on an `x` (not through `stop_gradient`).
     depends: Vec<bool>,
     /// `needed[i]`: `y` depends on node `i`.
@@ -179,14 +181,20 @@ impl Lowerer<'_> {
             return poisoned_result(self);
         }
         // The backward nodes live in TF's name scope `gradients/`, so the graph's exports
-        // (TensorBoard groups by scope) show forward and backward apart.
-        for (i, n) in self
-            .graph
-            .nodes
-            .iter_mut()
-            .enumerate()
-            .skip(sweep.forward_len)
-        {
+        // (TensorBoard groups by scope) show forward and backward apart. A value of a forward
+        // cond's arm exported for the backward (and the zeros of the other arm) is computed by
+        // the forward cond: it stays forward.
+        for i in sweep.forward_len..self.graph.nodes.len() {
+            let n = &self.graph.nodes[i];
+            let in_forward_cond = match (&n.op, n.region) {
+                (Op::CondOut { cond, .. }, _) => cond.0 < sweep.forward_conds,
+                (_, Region::Arm { cond, .. }) => n.region != region && cond.0 < sweep.forward_conds,
+                _ => false,
+            };
+            let n = &mut self.graph.nodes[i];
+            if !in_forward_cond {
+                n.role = Role::Backward;
+            }
             if n.name.is_none() {
                 n.name = Some(format!("gradients/{}_{i}", n.op.name()));
             }
@@ -259,6 +267,7 @@ impl Lowerer<'_> {
         }
         Sweep {
             forward_len: len,
+            forward_conds: self.graph.conds.len(),
             depends,
             needed,
             span,
