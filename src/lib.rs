@@ -12,6 +12,10 @@ pub use graph_runtime::checkpoint;
 pub use graph_runtime::eager;
 /// The initialisers of `#[init(...)]`, as Keras defines them (`Net::init(seed)`).
 pub use graph_runtime::init;
+/// The layers library: parameter structs (`Dense<IN, OUT>`, `Conv2d<KH, KW, CIN, COUT>`, ...)
+/// that a `#[graph] mod`'s struct holds as fields, applied in a body by `dense(p.fc, x)`,
+/// `conv2d(p.conv1, x, 1, SAME, relu)`, ... (`docs/LANGUAGE.md`, "Layers").
+pub use graph_runtime::layers;
 pub use graph_runtime::profile::ProfileReport;
 pub use graph_runtime::session::{Session, SessionConfig};
 pub use graph_runtime::tensorboard::EventWriter;
@@ -24,6 +28,10 @@ pub use ndarray;
 /// Everything a `#[graph]` user needs: the macro, `Tensor`, the op names and ndarray's array types.
 pub mod prelude {
     pub use crate::graph;
+    pub use crate::layers::{
+        BatchNorm, Conv2d, Dense, DepthwiseConv2d, Embedding, GruCell, LayerNorm, LstmCell,
+        MultiHeadAttention,
+    };
     pub use crate::ops::*;
     pub use crate::{Error, Session, SessionConfig};
     pub use ndarray::{

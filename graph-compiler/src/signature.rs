@@ -87,6 +87,10 @@ fn parse_result(
     what: &str,
     structs: &StructDefs,
 ) -> Option<ResultTree> {
+    if let Some(e) = structs.layer_type_error(ty) {
+        diag.push(e);
+        return None;
+    }
     if let Some(sty) = structs.param_type(ty) {
         if !structs.type_ok(&sty) {
             diag.fail_quietly();
@@ -197,6 +201,10 @@ pub fn parse_signature_in(
                         continue;
                     }
                 }
+                if let Some(e) = structs.layer_type_error(&pt.ty) {
+                    diag.push(e);
+                    continue;
+                }
                 if let Some(sty) = structs.param_type(&pt.ty) {
                     if let Some(sp) = flatten_struct_param(name, mutable, &pt.ty, &sty, structs, &mut params, diag) {
                         struct_params.push(sp);
@@ -284,6 +292,13 @@ fn flatten_struct_param(
         return None;
     }
     let first = params.len();
+    // A type naming a library struct is spelt by its path in the generated signature
+    // (`&::grafo::layers::Dense<4, 3>`), whatever the user's module has in scope.
+    let root_ty: Type = if crate::structs::layers::mentions_instance(ty) {
+        syn::parse2(crate::structs::emit::rust_type(sty)).unwrap_or_else(|_| ty.clone())
+    } else {
+        ty.clone()
+    };
     for (k, leaf) in leaves.iter().enumerate() {
         let segs = leaf.segs.iter().map(|s| match s {
             Seg::Field(f) => quote::quote!(.#f),
@@ -301,7 +316,7 @@ fn flatten_struct_param(
             in_place: false,
             field: Some(Box::new(FieldOf {
                 root: name.clone(),
-                root_ty: ty.clone(),
+                root_ty: root_ty.clone(),
                 path: format!("{name}{}", leaf.rust_path()),
                 access: quote::quote!(#(#segs)*),
                 first: k == 0,

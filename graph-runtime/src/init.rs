@@ -17,6 +17,7 @@
 //! | `truncated_normal(mean, stddev)` | N(mean, stddev) re-drawn beyond 2 stddev, default (0, 0.05) |
 //! | `uniform(lo, hi)` | U(lo, hi), Keras' `RandomUniform`, default (-0.05, 0.05) |
 //! | `zeros`, `ones`, `constant(v)` | the constant |
+//! | `orthogonal(gain)` | Keras' `Orthogonal`: the Q of a normal matrix's QR, times `gain` (default 1) |
 //!
 //! The truncated normals are re-drawn beyond two standard deviations, as TensorFlow's
 //! `truncated_normal` does; the variance-scaling ones (`glorot_normal`, `he_normal`,
@@ -44,9 +45,25 @@ pub enum Initializer {
     HeUniform,
     LecunNormal,
     LecunUniform,
-    RandomNormal { mean: f64, stddev: f64 },
-    TruncatedNormal { mean: f64, stddev: f64 },
-    Uniform { lo: f64, hi: f64 },
+    RandomNormal {
+        mean: f64,
+        stddev: f64,
+    },
+    TruncatedNormal {
+        mean: f64,
+        stddev: f64,
+    },
+    Uniform {
+        lo: f64,
+        hi: f64,
+    },
+    /// Keras' `Orthogonal(gain)`: the shape flattened to `[rows, cols]` (`cols` the last
+    /// axis), the orthonormal factor Q of the QR decomposition of a standard normal matrix
+    /// (`[max, min]` of the two, transposed when there are fewer rows than columns), with
+    /// R's diagonal made positive, times `gain`. Keras' default of recurrent kernels.
+    Orthogonal {
+        gain: f64,
+    },
 }
 
 /// Keras' `fan_in` and `fan_out` of a weight of this shape: rank 0 is (1, 1); rank 1 is
@@ -155,7 +172,57 @@ pub fn sample(init: Initializer, shape: &[usize], rng: &mut ChaCha8Rng) -> Vec<f
             .collect(),
         Initializer::TruncatedNormal { mean, stddev } => truncated_normal(rng, mean, stddev),
         Initializer::Uniform { lo, hi } => uniform(rng, lo, hi),
+        Initializer::Orthogonal { gain } => orthogonal(shape, gain, rng),
     }
+}
+
+/// Keras' `Orthogonal` initialiser: for a shape flattened to `[rows, cols]`, a standard
+/// normal `[max(rows, cols), min(rows, cols)]` matrix `a` is factored `a = QR` with R's
+/// diagonal positive (as Keras' `q * sign(diag(r))` makes it), and Q (transposed when
+/// `rows < cols`) times `gain` is the result: its rows (or columns) are orthonormal. The
+/// factorisation is Gram-Schmidt's, run twice per column for accuracy; with R's diagonal
+/// positive the factor is the one a Householder QR gives.
+fn orthogonal(shape: &[usize], gain: f64, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    let n: usize = shape.iter().product();
+    if n == 0 {
+        return Vec::new();
+    }
+    let cols = shape.last().copied().unwrap_or(1);
+    let rows = n / cols;
+    let (m, k) = (rows.max(cols), rows.min(cols));
+    // `a` column by column: column j is a[.., j], drawn row by row as Keras' normal draws fill
+    // the [m, k] matrix in row-major order.
+    let draws: Vec<f64> = (0..m * k)
+        .map(|_| StandardNormal.sample(&mut *rng))
+        .collect();
+    let mut q: Vec<Vec<f64>> = (0..k)
+        .map(|j| (0..m).map(|i| draws[i * k + j]).collect())
+        .collect();
+    for j in 0..k {
+        let (done, rest) = q.split_at_mut(j);
+        let col = &mut rest[0];
+        for _ in 0..2 {
+            for p in done.iter() {
+                let dot: f64 = p.iter().zip(col.iter()).map(|(a, b)| a * b).sum();
+                for (v, u) in col.iter_mut().zip(p) {
+                    *v -= dot * u;
+                }
+            }
+        }
+        let norm = col.iter().map(|v| v * v).sum::<f64>().sqrt();
+        for v in col.iter_mut() {
+            *v /= norm;
+        }
+    }
+    // Q is [m, k]; the result is Q itself ([rows, cols] when rows >= cols) or its transpose.
+    let mut out = vec![0.0; n];
+    for r in 0..rows {
+        for c in 0..cols {
+            let v = if rows >= cols { q[c][r] } else { q[r][c] };
+            out[r * cols + c] = gain * v;
+        }
+    }
+    out
 }
 
 /// The initialisation of one parameter struct: the seed every field's stream is keyed by.

@@ -14,7 +14,9 @@
 //! - [`graph`]: the graph as data ([`GraphDef`]), the static tables it is built from and its
 //!   exports (DOT, TensorBoard); it uses nothing but `dtype` and `error`;
 //! - [`checkpoint`], [`init`]: the parameter structs' safetensors files and initialisers,
-//!   called by the code `#[graph]` emits for a struct; they use `dtype` and `error`.
+//!   called by the code `#[graph]` emits for a struct; they use `dtype` and `error`;
+//! - [`layers`]: the layers library's parameter structs (`Dense<IN, OUT>`, `Conv2d<..>`...),
+//!   over `checkpoint` and `init`.
 //!
 //! Code emitted by `#[graph]` and the tests name modules by their flat paths
 //! (`graph_runtime::matmul`, `::grafo::__private::compiled`...): each is re-exported at the
@@ -34,6 +36,7 @@ pub mod exec;
 pub mod graph;
 pub mod init;
 pub mod kernels;
+pub mod layers;
 pub mod linalg;
 
 // Flat paths the emitted code and the tests use (`::grafo::__private::compiled::check_dim`,

@@ -279,7 +279,7 @@ pub fn result_type(outputs: &[(DType, Shape)], tree: &ResultTree) -> TokenStream
             let tys = items.iter().map(|t| result_type(outputs, t));
             quote!((#(#tys,)*))
         }
-        ResultTree::Struct { ty, .. } => quote!(#ty),
+        ResultTree::Struct { ty, .. } => crate::structs::layers::type_tokens(ty),
         ResultTree::Array(items) => {
             let elem = items.first().map(|t| result_type(outputs, t));
             let n = items.len();
@@ -302,6 +302,7 @@ pub fn result_value(tree: &ResultTree) -> TokenStream {
         ResultTree::Struct { ty, fields } => {
             let names = fields.iter().map(|(f, _)| f);
             let vs = fields.iter().map(|(_, t)| result_value(t));
+            let ty = crate::structs::layers::expr_path_tokens(ty);
             quote!(#ty { #(#names: #vs),* })
         }
         ResultTree::Array(items) => {

@@ -25,6 +25,18 @@ impl Lowerer<'_> {
                 };
                 (seg.ident.to_string(), tf)
             }
+            // `layers::dense(..)`, `grafo::layers::conv2d(..)`: a function of the layers library.
+            Expr::Path(p) if is_layers_path(&p.path) => {
+                let name = p.path.segments.last().expect("a segment").ident.to_string();
+                if crate::structs::layers::LayerKind::by_function(&name).is_some() {
+                    return self.lower_layer_call(&name, c);
+                }
+                self.diag.error(
+                    p.span(),
+                    format!("`{name}` is not a function of grafo's layers library; its functions are {}", layer_functions()),
+                );
+                return Value::Tensor(self.poisoned(span));
+            }
             other => {
                 self.diag.error(other.span(), "only the ops of grafo's docs/OPS.md, called by their plain name, are supported (`exp(x)`, not a path)");
                 return Value::Tensor(self.poisoned(span));
@@ -33,12 +45,15 @@ impl Lowerer<'_> {
         if self.callees.callee(&name).is_some() {
             return self.lower_inline_call(&name, c);
         }
+        let args: Vec<&Expr> = c.args.iter().collect();
+        if turbofish.is_none() && self.is_layer_call(&name, &args) {
+            return self.lower_layer_call(&name, c);
+        }
         let Some(row) = ops::lookup(&name) else {
             self.diag
                 .error(c.func.span(), ops::unknown_op_message(&name));
             return Value::Tensor(self.poisoned(span));
         };
-        let args: Vec<&Expr> = c.args.iter().collect();
         let checked = self.check_call(row, &args, turbofish.as_ref(), span);
         let Some(dtype) = checked else {
             // The operands' own mistakes are reported too, then the call is poisoned.
@@ -183,6 +198,26 @@ impl Lowerer<'_> {
             ),
         }
     }
+}
+
+/// Whether a call's path is the layers library's: `layers::NAME` or `grafo::layers::NAME`.
+fn is_layers_path(path: &syn::Path) -> bool {
+    let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    path.segments.iter().all(|s| s.arguments.is_none())
+        && match segs.as_slice() {
+            [l, _] => l == "layers" && path.leading_colon.is_none(),
+            [g, l, _] => g == "grafo" && l == "layers",
+            _ => false,
+        }
+}
+
+/// The functions of the layers library, for messages.
+fn layer_functions() -> String {
+    let names: Vec<String> = crate::structs::layers::LayerKind::ALL
+        .iter()
+        .map(|k| format!("`{}`", k.function()))
+        .collect();
+    names.join(", ")
 }
 
 /// A call being lowered, after [`Lowerer::check_call`] accepted its arguments.

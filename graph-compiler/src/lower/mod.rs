@@ -45,6 +45,7 @@ mod control;
 mod elementwise;
 mod expr;
 mod inline;
+mod layers;
 pub use inline::{Callee, Callees};
 mod linalg;
 mod nn;

@@ -138,7 +138,7 @@ impl Lowerer<'_> {
 
     /// A window size or stride: `k` (both axes), `[rows, columns]`, or `[1, rows, columns, 1]`
     /// (TF's NHWC form, which cannot pool over the batch or the channels). Reports the error.
-    fn window_pair(&mut self, op: &str, what: &str, e: &Expr) -> Option<[usize; 2]> {
+    pub(super) fn window_pair(&mut self, op: &str, what: &str, e: &Expr) -> Option<[usize; 2]> {
         let bad = |lw: &mut Self, e: &Expr, why: &str| {
             lw.diag
                 .error(e.span(), format!("`{op}` {what} must be {why}"));

@@ -10,7 +10,8 @@ use super::context::Value;
 use super::{Lowerer, Span};
 use crate::ir::*;
 use crate::signature::ResultTree;
-use crate::structs::FieldTy;
+use crate::structs::{layers, FieldTy, StructDef};
+use std::collections::HashMap;
 use syn::Expr;
 
 /// Whether `x[...]` is a tensor slice (`x[s![..]]`) rather than an index into an array field.
@@ -106,10 +107,9 @@ pub(super) fn expr_text(e: &Expr) -> String {
 
 /// A struct type with its article, for messages: "a `Dense`", "an `Other`".
 pub(super) fn a_struct(ty: &syn::Ident) -> String {
-    let vowel = ty
-        .to_string()
-        .starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']);
-    format!("{} `{ty}`", if vowel { "an" } else { "a" })
+    let name = layers::display(ty);
+    let vowel = name.starts_with(['A', 'E', 'I', 'O', 'U', 'a', 'e', 'i', 'o', 'u']);
+    format!("{} `{name}`", if vowel { "an" } else { "a" })
 }
 
 /// The field names of a struct value, for messages: "`w` and `b`".
@@ -200,7 +200,7 @@ impl Lowerer<'_> {
             Some(v) => v.clone(),
             None => {
                 let elem = match vs.first() {
-                    Some(Value::Struct { ty, .. }) => format!("`{ty}`"),
+                    Some(Value::Struct { ty, .. }) => format!("`{}`", layers::display(ty)),
                     _ => "element".to_string(),
                 };
                 self.diag.error(
@@ -217,39 +217,42 @@ impl Lowerer<'_> {
         }
     }
 
-    /// `Name { field: value, ..., ..base }`: a value of a parameter struct of the module, each
-    /// field checked against its declared type.
+    /// `Name { field: value, ..., ..base }`: a value of a parameter struct of the module, or of
+    /// a layer of the library (`Dense { kernel: .., bias: .. }`, its dims taken from the
+    /// fields, from `..base`, or written, `MultiHeadAttention::<64, 4> { .. }`), each field
+    /// checked against its declared type.
     pub(super) fn lower_struct_literal(&mut self, s: &syn::ExprStruct) -> Value {
         let span = SpanRange::of(s);
-        let structs = self.callees.structs();
-        let def = s
-            .path
-            .get_ident()
-            .and_then(|id| structs.get(&id.to_string()))
-            .filter(|d| d.ok)
-            .cloned();
-        let Some(def) = def else {
-            let name = quote::ToTokens::to_token_stream(&s.path).to_string();
-            self.diag.error(
-                s.path.span(),
-                format!("`{name}` is not a parameter struct of this `#[graph] mod`: a struct literal in a body builds one of them"),
-            );
-            return Value::Tensor(self.poisoned(span));
+        let mut given: HashMap<String, Value> = HashMap::new();
+        let mut rest_value = None;
+        let def = match self.struct_literal_def(s, &mut given, &mut rest_value) {
+            Ok(d) => d,
+            Err(None) => return Value::Tensor(self.poisoned(span)),
+            Err(Some((at, msg))) => {
+                self.diag.error(at, msg);
+                return Value::Tensor(self.poisoned(span));
+            }
         };
         let ty = def.item.ident.clone();
-        let rest = match &s.rest {
-            Some(base) => match self.lower_expr(base) {
+        let shown = layers::display(&ty);
+        let rest_value = match (&s.rest, rest_value) {
+            (Some(_), Some(v)) => Some(v),
+            (Some(base), None) => Some(self.lower_expr(base)),
+            (None, _) => None,
+        };
+        let rest = match (&s.rest, rest_value) {
+            (Some(base), Some(v)) => match v {
                 Value::Struct { ty: bty, fields } if bty == ty => Some(fields),
                 other => {
                     let msg = format!(
-                        "`..base` of a `{ty}` literal must be a `{ty}`; found {}",
+                        "`..base` of a `{shown}` literal must be a `{shown}`; found {}",
                         super::value_str(&other, &self.graph)
                     );
                     self.diag.error(base.span(), msg);
                     return Value::Tensor(self.poisoned(span));
                 }
             },
-            None => None,
+            _ => None,
         };
         let mut ok = true;
         for fv in &s.fields {
@@ -267,7 +270,7 @@ impl Lowerer<'_> {
                 self.diag.error(
                     fv.member.span(),
                     format!(
-                        "`{ty}` has no field `{member}`; its fields are {}",
+                        "`{shown}` has no field `{member}`; its fields are {}",
                         names_list(&fields)
                     ),
                 );
@@ -276,13 +279,16 @@ impl Lowerer<'_> {
         }
         let mut fields = Vec::new();
         for f in &def.fields {
-            let given = s
+            let given_expr = s
                 .fields
                 .iter()
                 .find(|fv| matches!(&fv.member, syn::Member::Named(n) if *n == f.ident));
-            let path = format!("{ty}.{}", f.ident);
-            let value = match (given, &rest) {
-                (Some(fv), _) => self.lower_field_value(&fv.expr, &f.ty, &path),
+            let path = format!("{shown}.{}", f.ident);
+            let value = match (given_expr, &rest) {
+                (Some(fv), _) => match given.remove(&f.ident.to_string()) {
+                    Some(v) => self.check_field_value(v, &f.ty, &path, fv.expr.span()),
+                    None => self.lower_field_value(&fv.expr, &f.ty, &path),
+                },
                 (None, Some(base)) => base
                     .iter()
                     .find(|(n, _)| *n == f.ident)
@@ -290,7 +296,7 @@ impl Lowerer<'_> {
                 (None, None) => {
                     self.diag.error(
                         s.path.span(),
-                        format!("missing field `{}` in this `{ty}` literal (or take the others from a value with `..p`)", f.ident),
+                        format!("missing field `{}` in this `{shown}` literal (or take the others from a value with `..p`)", f.ident),
                     );
                     None
                 }
@@ -304,6 +310,131 @@ impl Lowerer<'_> {
             return Value::Tensor(self.poisoned(span));
         }
         Value::Struct { ty, fields }
+    }
+
+    /// The struct a literal builds: a parameter struct of the module by its name, or an
+    /// instance of a library layer. A layer's dims come from its generic arguments, else
+    /// from `..base` (lowered into `rest`), else from the fields that hold them (lowered
+    /// into `given`). `Err(None)` after an error already reported.
+    #[allow(clippy::type_complexity)]
+    fn struct_literal_def(
+        &mut self,
+        s: &syn::ExprStruct,
+        given: &mut HashMap<String, Value>,
+        rest: &mut Option<Value>,
+    ) -> Result<StructDef, Option<(Span, String)>> {
+        let structs = self.callees.structs();
+        if let Some(d) = s
+            .path
+            .get_ident()
+            .and_then(|id| structs.get(&id.to_string()))
+            .filter(|d| d.ok)
+        {
+            return Ok(d.into_owned());
+        }
+        let Some(kind) = layers::kind_of_path(&s.path) else {
+            let name = quote::ToTokens::to_token_stream(&s.path).to_string();
+            return Err(Some((
+                s.path.span(),
+                format!("`{name}` is not a parameter struct of this `#[graph] mod`: a struct literal in a body builds one of them, or a layer of grafo's library (`Dense {{ kernel: .., bias: .. }}`)"),
+            )));
+        };
+        let last = s.path.segments.last().expect("a path has a segment");
+        let ident = if let syn::PathArguments::AngleBracketed(a) = &last.arguments {
+            let args: Vec<&syn::GenericArgument> = a.args.iter().collect();
+            let dims = self.callees.structs().dims().clone();
+            layers::read_args(kind, &args, &dims, last.span().start)
+                .map_err(|e| Some((e.span().into(), e.to_string())))?
+        } else if let Some(base) = &s.rest {
+            let v = self.lower_expr(base);
+            let id = match &v {
+                Value::Struct { ty, .. }
+                    if layers::instance(ty).is_some_and(|i| i.kind == kind) =>
+                {
+                    ty.clone()
+                }
+                Value::Tensor(id) if self.graph.node(*id).poisoned => return Err(None),
+                other => {
+                    let msg = format!(
+                        "`..base` of a `{}` literal must be a `{}`; found {}",
+                        kind.name(),
+                        kind.form(),
+                        super::value_str(other, &self.graph)
+                    );
+                    return Err(Some((base.span(), msg)));
+                }
+            };
+            *rest = Some(v);
+            id
+        } else {
+            let Some(sources) = layers::dim_sources(kind) else {
+                let msg = format!(
+                    "a `{}` literal needs its dims written (`{}::<{}> {{ .. }}`): they cannot all be read from its fields",
+                    kind.name(),
+                    kind.name(),
+                    kind.dims().join(", ")
+                );
+                return Err(Some((s.path.span(), msg)));
+            };
+            let mut dims = Vec::new();
+            let mut dtype = None;
+            for (dim, (field, axis)) in kind.dims().iter().zip(sources) {
+                let Some(fv) = s
+                    .fields
+                    .iter()
+                    .find(|fv| matches!(&fv.member, syn::Member::Named(n) if n == field))
+                else {
+                    let msg = format!(
+                        "missing field `{field}` in this `{}` literal: its `{dim}` is read from it (or write the dims, `{}::<{}> {{ .. }}`, or take the fields from a value with `..p`)",
+                        kind.name(),
+                        kind.name(),
+                        kind.dims().join(", ")
+                    );
+                    return Err(Some((s.path.span(), msg)));
+                };
+                if !given.contains_key(*field) {
+                    let v = self.lower_expr(&fv.expr);
+                    given.insert(field.to_string(), v);
+                }
+                let found = match &given[*field] {
+                    Value::Tensor(id) => {
+                        let n = self.graph.node(*id);
+                        if n.poisoned {
+                            return Err(None);
+                        }
+                        match n.shape.get(*axis) {
+                            Some(Dim::Const(d)) if n.dtype.is_float() => Some((*d, n.dtype)),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                let Some((d, dt)) = found else {
+                    let v = super::value_str(&given[*field], &self.graph);
+                    let msg = format!(
+                        "field `{field}` of this `{}` literal is {v}: a float tensor whose axis {axis} is a static dim (the layer's `{dim}`) was expected",
+                        kind.name()
+                    );
+                    return Err(Some((fv.expr.span(), msg)));
+                };
+                dims.push(d);
+                dtype.get_or_insert(dt);
+            }
+            let dims_map = self.callees.structs().dims().clone();
+            let args: Vec<syn::GenericArgument> = dims
+                .iter()
+                .map(|d| syn::parse_str(&d.to_string()).expect("an integer literal"))
+                .chain(
+                    dtype
+                        .filter(|dt| *dt != DType::F32)
+                        .map(|dt| syn::parse_str(dt.name()).expect("a type")),
+                )
+                .collect();
+            let refs: Vec<&syn::GenericArgument> = args.iter().collect();
+            layers::read_args(kind, &refs, &dims_map, s.path.span().start)
+                .map_err(|e| Some((e.span().into(), e.to_string())))?
+        };
+        Ok(layers::def_of(&ident).expect("an instance's identifier"))
     }
 
     /// A field's value in a struct literal, checked against the field's type `ty` (an array

@@ -73,12 +73,10 @@ pub const FOREIGN: &[Foreign] = &[
     instead("flatten", "`reshape(x, [B, -1])`"),
     instead("zeros_like", "`zeros([dims])` with the dims of `x` (symbols too)"),
     instead("ones_like", "`ones([dims])` with the dims of `x` (symbols too)"),
-    instead("embedding", "`gather(table, ids, 0)`"),
     // Linear algebra and networks.
     instead("mm", "`matmul(a, b)`"),
     instead("bmm", "`matmul(a, b)` (it takes batched operands)"),
     instead("linear", "`matmul(x, w) + b` (`w` is [in, out], the transpose of PyTorch's weight)"),
-    instead("dense", "`matmul(x, w) + b`"),
     instead("conv1d", "`squeeze(conv2d(expand_dims(x, 1), expand_dims(k, 0), stride, padding), [1])` (an NWC input, a [K, in, out] filter)"),
     missing("conv3d"),
     instead("max_pool1d", "`squeeze(max_pool2d(expand_dims(x, 1), [1, k], [1, s], padding), [1])` (an NWC input)"),

@@ -11,13 +11,13 @@ use crate::emit::{dim_ty, elem_ty, format_ident, quote};
 use proc_macro2::{Literal, TokenStream};
 
 /// The Rust type of a field: `Array<f32, Ix2>`, a struct, or an array of them.
-fn rust_type(ty: &FieldTy) -> TokenStream {
+pub fn rust_type(ty: &FieldTy) -> TokenStream {
     match ty {
         FieldTy::Tensor { dtype, shape } => {
             let (et, dt) = (elem_ty(*dtype), dim_ty(shape.len()));
             quote!(::grafo::ndarray::Array<#et, #dt>)
         }
-        FieldTy::Struct(s) => quote!(#s),
+        FieldTy::Struct(s) => super::layers::type_tokens(s),
         FieldTy::Array(inner, n) => {
             let inner = rust_type(inner);
             quote!([#inner; #n])
@@ -53,6 +53,10 @@ fn initializer(init: Init) -> TokenStream {
             let (lo, hi) = (f(lo), f(hi));
             quote!(#path::Uniform { lo: #lo, hi: #hi })
         }
+        Init::Orthogonal { gain } => {
+            let gain = f(gain);
+            quote!(#path::Orthogonal { gain: #gain })
+        }
     }
 }
 
@@ -87,10 +91,13 @@ fn build(
                 }
             }
         }
-        FieldTy::Struct(s) => match how {
-            Build::Read => quote!(#s::__grafo_read(__r, &::std::format!("{}.", #path))),
-            Build::Init => quote!(#s::__grafo_init(__g, &::std::format!("{}.", #path))),
-        },
+        FieldTy::Struct(s) => {
+            let s = super::layers::type_tokens(s);
+            match how {
+                Build::Read => quote!(<#s>::__grafo_read(__r, &::std::format!("{}.", #path))),
+                Build::Init => quote!(<#s>::__grafo_init(__g, &::std::format!("{}.", #path))),
+            }
+        }
         FieldTy::Array(inner, _) => {
             let (i, p) = (format_ident!("__i{}", depth), format_ident!("__p{}", depth));
             let inner = build(inner, &quote!(#p), init, how, depth + 1);

@@ -11,10 +11,12 @@
 //! `save_safetensors`.
 
 pub mod emit;
+pub mod layers;
 
 use crate::diag::Diagnostics;
 use crate::ir::{DType, Dim, Scalar};
 use crate::signature::parse_tensor_type;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 
@@ -42,6 +44,7 @@ pub enum Init {
     RandomNormal { mean: f64, stddev: f64 },
     TruncatedNormal { mean: f64, stddev: f64 },
     Uniform { lo: f64, hi: f64 },
+    Orthogonal { gain: f64 },
 }
 
 impl Init {
@@ -167,6 +170,7 @@ impl StructDefs {
                 }
                 let is_param = s.fields.iter().any(|f| {
                     mentions_tensor(&f.ty)
+                        || layers::mentions_instance(&f.ty)
                         || mentioned_idents(&f.ty).iter().any(|i| names.contains(i))
                 });
                 if is_param {
@@ -215,8 +219,34 @@ impl StructDefs {
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&StructDef> {
-        self.defs.iter().find(|d| d.item.ident == name)
+    /// The parameter struct called `name`: one of the module's, or an instance of a library
+    /// struct (`structs/layers.rs`), whose definition is made from its identifier.
+    pub fn get(&self, name: &str) -> Option<Cow<'_, StructDef>> {
+        if let Some(d) = self.defs.iter().find(|d| d.item.ident == name) {
+            return Some(Cow::Borrowed(d));
+        }
+        if name.starts_with("__grafo_layer_") {
+            return layers::def_of(&syn::Ident::new(name, proc_macro2::Span::call_site()))
+                .map(Cow::Owned);
+        }
+        None
+    }
+
+    /// The module's integer `const`s a dim may name.
+    pub fn dims(&self) -> &HashMap<String, u64> {
+        &self.dims
+    }
+
+    /// The error of a parameter type that names a library struct with wrong arguments
+    /// (`Dense<4>`, `MultiHeadAttention<10, 3>`), also inside an array type.
+    pub fn layer_type_error(&self, ty: &syn::Type) -> Option<syn::Error> {
+        match ty {
+            syn::Type::Array(a) => self.layer_type_error(&a.elem),
+            syn::Type::Group(g) => self.layer_type_error(&g.elem),
+            syn::Type::Paren(p) => self.layer_type_error(&p.elem),
+            syn::Type::Reference(r) => self.layer_type_error(&r.elem),
+            _ => layers::instance_of_type(ty, &self.dims)?.err(),
+        }
     }
 
     /// Reads a parameter's type as a struct type of the module: `Net`, `[Block; 2]`.
@@ -226,6 +256,9 @@ impl StructDefs {
             syn::Type::Group(g) => self.param_type(&g.elem),
             syn::Type::Paren(p) => self.param_type(&p.elem),
             syn::Type::Path(tp) => {
+                if let Some(Ok(id)) = layers::instance_of_type(ty, &self.dims) {
+                    return Some(FieldTy::Struct(id));
+                }
                 let id = tp.path.get_ident()?;
                 self.get(&id.to_string())?;
                 Some(FieldTy::Struct(id.clone()))
@@ -313,7 +346,7 @@ fn array_len_in(e: &syn::Expr, consts: &HashMap<String, Scalar>) -> Option<usize
     }
 }
 
-const FIELD_KINDS: &str = "a tensor (`Tensor<f32, 784, 512>`), a parameter struct of this module, or a fixed-size array of them (`[Block; 12]`)";
+const FIELD_KINDS: &str = "a tensor (`Tensor<f32, 784, 512>`), a parameter struct of this module, a layer of grafo's library (`Dense<784, 512>`, `Conv2d<3, 3, 1, 16>`), or a fixed-size array of them (`[Block; 12]`)";
 
 fn parse_struct(
     s: &syn::ItemStruct,
@@ -449,6 +482,22 @@ fn parse_field_ty(
         }
         syn::Type::Path(tp) => match tp.path.get_ident() {
             Some(id) if names.contains(&id.to_string()) => Some(FieldTy::Struct(id.clone())),
+            _ if layers::mentions_instance(ty) => {
+                let dims: HashMap<String, u64> = consts
+                    .iter()
+                    .filter_map(|(n, v)| match v {
+                        Scalar::Int(i) => u64::try_from(*i).ok().map(|i| (n.clone(), i)),
+                        _ => None,
+                    })
+                    .collect();
+                match layers::instance_of_type(ty, &dims)? {
+                    Ok(id) => Some(FieldTy::Struct(id)),
+                    Err(e) => {
+                        diag.push(e);
+                        None
+                    }
+                }
+            }
             _ => {
                 let found = quote::ToTokens::to_token_stream(ty).to_string();
                 diag.error(ty.span(), format!("field `{path}` is `{found}`; a field of a parameter struct is {FIELD_KINDS}"));
@@ -468,7 +517,7 @@ fn parse_field_ty(
     }
 }
 
-const INITS: &str = "`zeros`, `ones`, `constant(v)`, `glorot_uniform`, `glorot_normal`, `he_normal`, `he_uniform`, `lecun_normal`, `lecun_uniform`, `random_normal(mean, stddev)`, `truncated_normal(mean, stddev)` or `uniform(lo, hi)`";
+const INITS: &str = "`zeros`, `ones`, `constant(v)`, `glorot_uniform`, `glorot_normal`, `he_normal`, `he_uniform`, `lecun_normal`, `lecun_uniform`, `random_normal(mean, stddev)`, `truncated_normal(mean, stddev)`, `uniform(lo, hi)` or `orthogonal(gain)`";
 
 /// Reads `#[init(he_normal)]`, `#[init(uniform(-0.1, 0.1))]`, `#[init(truncated_normal(0.0, 0.02))]`.
 fn parse_init(a: &syn::Attribute) -> syn::Result<Init> {
@@ -567,6 +616,12 @@ fn parse_init(a: &syn::Attribute) -> syn::Result<Init> {
                 ));
             }
             Init::Uniform { lo, hi }
+        }
+        "orthogonal" => {
+            arity(&[0, 1])?;
+            Init::Orthogonal {
+                gain: args.first().copied().unwrap_or(1.0),
+            }
         }
         _ => {
             return Err(syn::Error::new(
