@@ -176,7 +176,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
         format_ident!("__run")
     };
     let mut emitter = emit::compiled::Emitter::new(&graph, &plan, &sched);
-    let compiled_body = emitter.body(&sig.params);
+    let (kernels, compiled_body) = emit::compiled::share_kernels(emitter.body(&sig.params));
     let eager_body = emit::eager::body(&eager_graph, &sig.params);
     // Recompute only acts on a graph with a backward pass: only such a graph lists it.
     let has_backward = graph
@@ -236,6 +236,7 @@ fn expand_fn(attr: TokenStream, func: syn::ItemFn, callees: &lower::Callees) -> 
             pub fn __compiled(__ctx: &mut ::grafo::__private::exec::ExecCtx<'_>, #(#v_params),*) -> ::std::result::Result<#ret, ::grafo::Error> {
                 #checks
                 #compiled_body
+                #kernels
                 ::std::result::Result::Ok(#result)
             }
 

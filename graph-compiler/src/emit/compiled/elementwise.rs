@@ -1,7 +1,7 @@
 //! An elementwise group: its fused loop as a kernel, called by the parallel row or flat driver.
 
 use super::loops::{rows_kernel, rows_writer_kernel, LoopLeaves};
-use super::{v, Emitter, Store};
+use super::{as_dyn, v, Emitter, Store};
 use crate::emit::{elem_ty, len_expr, quote};
 use crate::fuse::Group;
 use crate::ir::Op;
@@ -48,6 +48,8 @@ impl<'a> Emitter<'a> {
         let op = n.op.name();
         let len = len_expr(&n.shape);
         let cost = self.cost(g);
+        let block_fn = quote!(Fn(usize, ::grafo::__private::compiled::OutBlock<'_, #et>));
+        let chunk_fn = quote!(Fn(usize, &mut [#et]));
         let make = |unit: TokenStream, work: TokenStream, kernel: TokenStream| match self.sched.slot
             [root.0]
         {
@@ -78,11 +80,18 @@ impl<'a> Emitter<'a> {
                 let made = make(
                     quote!(1),
                     quote!(#cost),
-                    quote!(|__first, __chunk| #kname(__first, __chunk #(, #args)*)),
+                    as_dyn(
+                        quote!(|__first: usize, __chunk: ::grafo::__private::compiled::OutBlock<'_, #et>| #kname(__first, __chunk #(, #args)*)),
+                        block_fn.clone(),
+                    ),
                 );
                 quote!(let mut #vid: ::std::vec::Vec<#et> = #made;)
             } else {
-                quote!(::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, |__first, __chunk| #kname(__first, __chunk #(, #args)*));)
+                let body = as_dyn(
+                    quote!(|__first: usize, __chunk: &mut [#et]| #kname(__first, __chunk #(, #args)*)),
+                    chunk_fn.clone(),
+                );
+                quote!(::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, #cost, #body);)
             };
             // A fresh result's kernel gets its block write-only and stores each element once.
             let kernel = if fresh {
@@ -124,17 +133,24 @@ impl<'a> Emitter<'a> {
                 let made = make(
                     quote!(__row),
                     quote!(__row * #cost),
-                    quote!(|__first, __chunk| #kname(__first, __chunk, __row #(, #args)*)),
+                    as_dyn(
+                        quote!(|__first: usize, __chunk: ::grafo::__private::compiled::OutBlock<'_, #et>| #kname(__first, __chunk, __row #(, #args)*)),
+                        block_fn,
+                    ),
                 );
                 quote! {
                     let __row: usize = #row;
                     let mut #vid: ::std::vec::Vec<#et> = #made;
                 }
             } else {
+                let body = as_dyn(
+                    quote!(|__first: usize, __chunk: &mut [#et]| #kname(__first, __chunk, __row #(, #args)*)),
+                    chunk_fn,
+                );
                 quote! {
                     if #len > 0 {
                         let __row: usize = #row;
-                        ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], __row, __row * #cost, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
+                        ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], __row, __row * #cost, #body);
                     }
                 }
             };

@@ -1,7 +1,7 @@
 //! `matmul` and `conv2d` groups, with the fused elementwise tail (bias, activation, pooling, recorded reductions) applied to each output block.
 
 use super::loops::{multi_rows_kernel, rows_kernel, LoopLeaves, MULTI_ROW_MAX};
-use super::{v, Emitter};
+use super::{as_dyn, v, Emitter};
 use crate::emit::{elem_ty, format_ident, len_expr, padding_tokens, quote, shape_expr};
 use crate::fuse::{Group, GroupKind, LeafClass};
 use crate::ir::*;
@@ -91,9 +91,10 @@ impl<'a> Emitter<'a> {
                 let a_batch = shape_expr(&shape_a[..ra - 2]);
                 let b_batch = shape_expr(&shape_b[..rb - 2]);
                 let call_epi = match &epilogue {
-                    Some((kn, args)) => {
-                        quote!(|__batch: usize, __row0: usize, __block: &mut [#et]| if __row > 0 { #kn(__batch * __m + __row0, __block, __row #(, #args)*) })
-                    }
+                    Some((kn, args)) => as_dyn(
+                        quote!(|__batch: usize, __row0: usize, __block: &mut [#et]| if __row > 0 { #kn(__batch * __m + __row0, __block, __row #(, #args)*) }),
+                        quote!(Fn(usize, usize, &mut [#et])),
+                    ),
                     None => quote!(::grafo::__private::matmul::no_epilogue),
                 };
                 quote! {
@@ -109,10 +110,14 @@ impl<'a> Emitter<'a> {
                 let ks = shape_expr(&shape_b);
                 let pad = padding_tokens(padding);
                 let call_epi = match &epilogue {
-                    Some((kn, args)) => {
-                        quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) })
-                    }
-                    None => quote!(|_: usize, _: &mut [#et]| {}),
+                    Some((kn, args)) => as_dyn(
+                        quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) }),
+                        quote!(Fn(usize, &mut [#et])),
+                    ),
+                    None => as_dyn(
+                        quote!(|_: usize, _: &mut [#et]| {}),
+                        quote!(Fn(usize, &mut [#et])),
+                    ),
                 };
                 if g.kind == GroupKind::ConvPool {
                     let Op::Pool {
@@ -146,10 +151,16 @@ impl<'a> Emitter<'a> {
                         let len = len_expr(&root.shape);
                         (
                             quote!(let #lanes = ::grafo::__private::reduce_blocks::BlockLanes::new(#len, ::grafo::__private::reduce_blocks::Summand::#summand);),
-                            quote!(|__e0: usize, __done: &[#et]| #lanes.record(__e0, __done)),
+                            as_dyn(
+                                quote!(|__e0: usize, __done: &[#et]| #lanes.record(__e0, __done)),
+                                quote!(Fn(usize, &[#et])),
+                            ),
                         )
                     }
-                    None => (TokenStream::new(), quote!(|_: usize, _: &[#et]| {})),
+                    None => (
+                        TokenStream::new(),
+                        as_dyn(quote!(|_: usize, _: &[#et]| {}), quote!(Fn(usize, &[#et]))),
+                    ),
                 };
                 let written = self.alloc_written(
                     g.root,
@@ -173,10 +184,14 @@ impl<'a> Emitter<'a> {
                 let ks = shape_expr(&shape_b);
                 let pad = padding_tokens(padding);
                 let call_epi = match &epilogue {
-                    Some((kn, args)) => {
-                        quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) })
-                    }
-                    None => quote!(|_: usize, _: &mut [#et]| {}),
+                    Some((kn, args)) => as_dyn(
+                        quote!(|__p0: usize, __block: &mut [#et]| if __row > 0 { #kn(__p0, __block, __row #(, #args)*) }),
+                        quote!(Fn(usize, &mut [#et])),
+                    ),
+                    None => as_dyn(
+                        quote!(|_: usize, _: &mut [#et]| {}),
+                        quote!(Fn(usize, &mut [#et])),
+                    ),
                 };
                 quote! {
                     #alloc

@@ -84,6 +84,20 @@ impl<'a> Emitter<'a> {
         if let Some(s) = skip {
             leaves.retain(|&(l, _)| l != s);
         }
+        // The kernel's parameters in the order its ops first read them (not by node id), so
+        // that the same loop at another step of an unrolled loop, whose leaves have other
+        // ids, is the same kernel (`shared.rs` emits it once).
+        let first_read = |l: NodeId| {
+            lp.ops
+                .iter()
+                .enumerate()
+                .find_map(|(k, &op)| {
+                    let inputs = &self.node(op).inputs;
+                    inputs.iter().position(|&i| i == l).map(|p| (k, p))
+                })
+                .unwrap_or((usize::MAX, usize::MAX))
+        };
+        leaves.sort_by_key(|&(l, _)| first_read(l));
         self.leaves_of(&leaves, &lp.shape, lp.split, lp.flat)
     }
 

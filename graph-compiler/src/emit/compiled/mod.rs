@@ -24,9 +24,11 @@ mod regions;
 mod rows;
 mod scalar;
 pub mod selection;
+mod shared;
 mod writeback;
 
 pub use scalar::{literal, scalar_op};
+pub use shared::share_kernels;
 
 /// How a materialised value is held in the emitted code.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,6 +59,14 @@ pub struct Emitter<'a> {
     outside: Vec<NodeId>,
     /// Frees postponed until both branches of a fork are done.
     deferred: Vec<NodeId>,
+}
+
+/// `closure` passed to a runtime driver as `&dyn Fn` of `sig` (and `Sync`): the driver (its
+/// rayon plumbing, the GEMM's parallel loops) is then compiled once per element type in the
+/// user's crate rather than once per call site, each closure being a type of its own. The
+/// closure is called once per block of work, never per element.
+fn as_dyn(closure: TokenStream, sig: TokenStream) -> TokenStream {
+    quote!((&(#closure) as &(dyn #sig + ::std::marker::Sync)))
 }
 
 fn v(id: NodeId) -> Ident {

@@ -3,7 +3,7 @@
 use super::linalg::lanes_ident;
 use super::loops::LoopLeaves;
 use super::scalar::numeric;
-use super::{v, Emitter, Store};
+use super::{as_dyn, v, Emitter, Store};
 use crate::emit::{elem_ty, format_ident, len_expr, quote, shape_expr};
 use crate::fuse::{Group, LoopKind};
 use crate::ir::*;
@@ -97,10 +97,28 @@ impl<'a> Emitter<'a> {
                         }
                     },
                     // Fixed segments, as the runtime's reductions: the bits do not depend on the threads.
-                    quote!(::grafo::__private::reduce::segments(#in_len, |__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end #(, #args)*), |__a: #acc_t, __b: #acc_t| #combine_partials)),
+                    {
+                        let body = as_dyn(
+                            quote!(|__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end #(, #args)*)),
+                            quote!(Fn(::std::ops::Range<usize>) -> #acc_t),
+                        );
+                        let combine = as_dyn(
+                            quote!(|__a: #acc_t, __b: #acc_t| #combine_partials),
+                            quote!(Fn(#acc_t, #acc_t) -> #acc_t),
+                        );
+                        quote!(::grafo::__private::reduce::segments(#in_len, #body, #combine))
+                    },
                 )
             } else {
                 let row = crate::emit::dim_expr(&in_shape[in_shape.len() - 1]);
+                let body = as_dyn(
+                    quote!(|__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end, __row #(, #args)*)),
+                    quote!(Fn(::std::ops::Range<usize>) -> #acc_t),
+                );
+                let combine = as_dyn(
+                    quote!(|__a: #acc_t, __b: #acc_t| #combine_partials),
+                    quote!(Fn(#acc_t, #acc_t) -> #acc_t),
+                );
                 (
                     quote! {
                         fn #kname(__start: usize, __end: usize, __row: usize #(, #params)*) -> #acc_t {
@@ -118,7 +136,7 @@ impl<'a> Emitter<'a> {
                     quote!({
                         let __row: usize = #row;
                         let __rows: usize = if __row == 0 { 0 } else { #in_len / __row };
-                        ::grafo::__private::parallel::map_reduce(__rows, __row * #cost, |__range: ::std::ops::Range<usize>| #kname(__range.start, __range.end, __row #(, #args)*), |__a: #acc_t, __b: #acc_t| #combine_partials)
+                        ::grafo::__private::parallel::map_reduce(__rows, __row * #cost, #body, #combine)
                     }),
                 )
             };
@@ -152,6 +170,10 @@ impl<'a> Emitter<'a> {
         let fin = finish(quote!(__total), quote!(__n));
         let alloc = self.alloc(g.root);
         let vid = v(g.root);
+        let body = as_dyn(
+            quote!(|__first: usize, __chunk: &mut [#et]| #kname(__first, __chunk, __row #(, #args)*)),
+            quote!(Fn(usize, &mut [#et])),
+        );
         quote! {
             #alloc
             #(#pre)*
@@ -167,7 +189,7 @@ impl<'a> Emitter<'a> {
                 }
             }
             let __row: usize = #row_len;
-            ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, __row * #cost + 1, |__first, __chunk| #kname(__first, __chunk, __row #(, #args)*));
+            ::grafo::__private::parallel::for_each_chunk(&mut #vid[..], 1, __row * #cost + 1, #body);
         }
     }
 
