@@ -21,7 +21,12 @@ fn torch_conv(x: Tensor<f32, N, 2, 8, 8>, w: Tensor<f32, 3, 2, 3, 3>) -> Tensor<
 /// after (PyTorch: 1 and 1), so every window sits one pixel further.
 #[graph]
 fn same_conv(x: Tensor<f32, N, 2, 8, 8>, w: Tensor<f32, 3, 2, 3, 3>) -> Tensor<f32, N, 3, 4, 4> {
-    let y = conv2d(transpose(x, [0, 2, 3, 1]), transpose(w, [2, 3, 1, 0]), 2, SAME);
+    let y = conv2d(
+        transpose(x, [0, 2, 3, 1]),
+        transpose(w, [2, 3, 1, 0]),
+        2,
+        SAME,
+    );
     transpose(y, [0, 3, 1, 2])
 }
 
@@ -48,7 +53,12 @@ fn eighths(i: usize, seed: usize) -> f32 {
 
 /// PyTorch's convolution on NCHW/OIHW by its definition, with `pad_before` rows and columns
 /// of zeros before (and as many after as the stride needs).
-fn naive_torch_conv(x: &Array4<f32>, w: &Array4<f32>, stride: usize, pad_before: usize) -> Array4<f32> {
+fn naive_torch_conv(
+    x: &Array4<f32>,
+    w: &Array4<f32>,
+    stride: usize,
+    pad_before: usize,
+) -> Array4<f32> {
     let (n, c, h, wd) = x.dim();
     let (o, _, kh, kw) = w.dim();
     let (oh, ow) = (h.div_ceil(stride), wd.div_ceil(stride));
