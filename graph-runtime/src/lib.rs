@@ -39,6 +39,9 @@ pub mod kernels;
 pub mod layers;
 pub mod linalg;
 
+#[cfg(test)]
+mod miri_checks;
+
 // Flat paths the emitted code and the tests use (`::grafo::__private::compiled::check_dim`,
 // `graph_runtime::parallel::for_each_chunk`...): each moved module under its old name.
 // `exec::{ExecCtx, Arena, ...}` and `graph::{GraphDef, ...}` are re-exported by their folders.

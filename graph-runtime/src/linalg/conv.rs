@@ -29,7 +29,7 @@ pub const OUT_BLOCK_BYTES: usize = 1 << 18;
 const GATHER_PIXELS: usize = 72;
 
 /// Convolutions with fewer multiply-adds than this run on the calling thread.
-pub const SEQUENTIAL_MACS: usize = 1 << 16;
+pub const SEQUENTIAL_MACS: usize = if cfg!(miri) { 1 << 8 } else { 1 << 16 };
 
 /// How many blocks each rayon thread should get at least, for load balance.
 pub const BLOCKS_PER_THREAD: usize = 4;

@@ -1,12 +1,14 @@
 //! How a product's output is cut for the threads: the cutoffs, the row and column alignment of the micro-kernels, the sizes of a product and its block plan.
 
 /// Below this many multiply-adds (`batch * m * k * n`) the whole product runs on the
-/// calling thread: waking rayon costs more than the arithmetic.
-pub const SEQUENTIAL_MACS: usize = 1 << 16;
+/// calling thread: waking rayon costs more than the arithmetic. (Under Miri, which
+/// interprets every element, this and the block sizes below are scaled down, so that the
+/// small shapes of `miri_checks` reach the parallel paths.)
+pub const SEQUENTIAL_MACS: usize = if cfg!(miri) { 1 << 8 } else { 1 << 16 };
 
 /// A block of output rows should carry at least this many multiply-adds, so that the
 /// GEMM core's fixed costs (packing the right operand) stay small next to the work.
-pub const MIN_BLOCK_MACS: usize = 1 << 18;
+pub const MIN_BLOCK_MACS: usize = if cfg!(miri) { 1 << 7 } else { 1 << 18 };
 
 /// A block of output rows holds at most this many elements (1 MiB of f32, half an L2), and
 /// with several threads there are at least as many blocks as threads, in whole rounds of
@@ -60,7 +62,7 @@ pub fn gemm_row_align<T: 'static>() -> usize {
 /// A row block should be at least this tall: unless `b` was pre-packed for all blocks, the
 /// GEMM core packs the whole right operand for every call, and the block's rows amortise that
 /// copy; and each packed micro-panel of `b` serves `MIN_BLOCK_ROWS / MR` micro-kernel calls.
-pub const MIN_BLOCK_ROWS: usize = 60;
+pub const MIN_BLOCK_ROWS: usize = if cfg!(miri) { 6 } else { 60 };
 
 /// A product whose `b` is too large to pre-pack ([`PREPACK_MAX_BYTES`]) and whose shared
 /// dimension is at least [`DEEP_K`] gets row blocks at least this tall (when that still leaves
@@ -78,7 +80,7 @@ pub const DEEP_K: usize = 256;
 
 /// When row blocks alone are too few to keep every thread busy, each is also split into
 /// column panels of at least this many columns (a multiple of [`col_align`]).
-pub const MIN_PANEL_COLS: usize = 64;
+pub const MIN_PANEL_COLS: usize = if cfg!(miri) { 16 } else { 64 };
 
 /// Column panel widths are rounded up to a multiple of this: the width of the packed
 /// micro-panels of `b` (64 for the wide AVX-512 f32 tiles, 16 otherwise; a multiple of
