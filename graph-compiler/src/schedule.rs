@@ -223,6 +223,52 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         last_use[w.0] = Some(groups.len());
     }
 
+    // A fork runs both branches after the whole prefix, whatever their groups' ids: a value a
+    // branch reads lives until the branches are done. `branch_end` is the last branch group
+    // reading it, where its free goes (the emitter defers it past both branches); its slot
+    // stays busy past the prefix, and no prefix loop takes its buffer over.
+    let fork = find_fork(graph, plan, &reads, &region_groups);
+    let mut branch_end: Vec<Option<usize>> = vec![None; n];
+    let mut prefix_end = 0;
+    let mut in_prefix = vec![false; groups.len()];
+    if let Some(f) = &fork {
+        prefix_end = f.prefix.iter().copied().max().unwrap_or(0);
+        for &p in &f.prefix {
+            in_prefix[p] = true;
+        }
+        for g in groups {
+            let Some(top) = main_level(graph, groups, &cond_group, g.id) else {
+                continue;
+            };
+            if f.branches.iter().any(|b| b.contains(&top)) {
+                for &v in &reads[g.id] {
+                    branch_end[v.0] = Some(branch_end[v.0].map_or(top, |e: usize| e.max(top)));
+                }
+            }
+        }
+        // A value read through a reshape view is read where the view is (a view follows its
+        // input in node order).
+        for i in (0..n).rev() {
+            let node = &graph.nodes[i];
+            if plan.live[i] && node.op == Op::Reshape {
+                if let Some(b) = branch_end[i] {
+                    let x = node.inputs[0].0;
+                    branch_end[x] = Some(branch_end[x].map_or(b, |e: usize| e.max(b)));
+                }
+            }
+        }
+    }
+    // Where the free of `v`, last read (by id) at `end`, goes: after its last branch reader
+    // when `end` is in the prefix; and until when its slot is busy.
+    let free_at = |v: NodeId, end: usize| match branch_end[v.0] {
+        Some(b) if end < groups.len() && in_prefix[end] => b,
+        _ => end,
+    };
+    let busy_until = |v: NodeId, end: usize| match branch_end[v.0] {
+        Some(b) => end.max(b).max(prefix_end),
+        None => end,
+    };
+
     // Values that may leave the function are fresh allocations.
     let mut fresh = vec![false; n];
     let mut stack: Vec<NodeId> = graph.outputs.clone();
@@ -285,7 +331,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
                 && end < groups.len()
                 && !is_arm_output(graph, v)
             {
-                frees_after[end].push(v);
+                frees_after[free_at(v, end)].push(v);
             }
             continue;
         }
@@ -305,6 +351,7 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
                         && aliases_end(graph, plan, &last_use, l) <= g.id
                         && !is_arm_output(graph, l)
                         && !graph.read_at_end(l)
+                        && branch_end[l.0].is_none()
                 })
             })
             .flatten();
@@ -345,10 +392,10 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
         };
         slot_bytes[s] = slot_bytes[s].max(need);
         slots[s].1.push(v);
-        slots[s].2 = end;
+        slots[s].2 = busy_until(v, end);
         slot[v.0] = Some(s);
         if end < groups.len() && !is_arm_output(graph, v) {
-            frees_after[end].push(v);
+            frees_after[free_at(v, end)].push(v);
         }
     }
     // Results of a cond that die are handed back to the slot of the arm value they came from.
@@ -360,11 +407,10 @@ pub fn schedule(graph: &Graph, plan: &Plan) -> Schedule {
             }
             let end = last_use[r.0].unwrap_or(g.id);
             if end < groups.len() {
-                frees_after[end].push(r);
+                frees_after[free_at(r, end)].push(r);
             }
         }
     }
-    let fork = find_fork(graph, plan, &reads, &region_groups);
     Schedule {
         fork,
         in_place,

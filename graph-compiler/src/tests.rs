@@ -392,6 +392,55 @@ fn independent_fetches_fork_after_their_shared_prefix() {
 }
 
 #[test]
+fn a_value_a_branch_reads_is_not_freed_before_the_fork() {
+    // `a` (branch 1 only) comes before `p` (both results need it) in group order, and both
+    // read `h`: the branches run after the whole prefix, so `h` must outlive `p`'s group
+    // (its free and any in-place takeover wait for the branches).
+    let (g, plan) = plan_of(quote! {
+        fn f(x: Tensor<f32, B, 64>, w: Tensor<f32, 64, 64>, v: Tensor<f32, 64, 64>) -> (Tensor<f32>, Tensor<f32, B, 64>) {
+            let h = relu(x * 2.0 - 0.5);
+            let a = tanh(matmul(h, w));
+            let p = exp(matmul(h, v));
+            (reduce_sum(p), softmax(a, -1) + p)
+        }
+    });
+    let sched = schedule::schedule(&g, &plan);
+    let fork = sched.fork.expect("the two results fork after the prefix");
+    let reads: Vec<Vec<NodeId>> = plan
+        .groups
+        .iter()
+        .map(|gr| schedule::group_reads(&g, &plan, gr))
+        .collect();
+    let branch_reads: Vec<NodeId> = fork
+        .branches
+        .iter()
+        .flatten()
+        .flat_map(|&b| reads[b].iter().copied())
+        .collect();
+    assert!(
+        fork.prefix
+            .iter()
+            .any(|&p| fork.branches[1].iter().any(|&b| b < p)),
+        "a branch group comes before a prefix group in group order"
+    );
+    for &p in &fork.prefix {
+        for f in &sched.frees_after[p] {
+            assert!(
+                !branch_reads.contains(f),
+                "{f:?} freed in the prefix, read by a branch"
+            );
+        }
+        let root = plan.groups[p].root;
+        if let Some(l) = sched.in_place[root.0] {
+            assert!(
+                !branch_reads.contains(&l),
+                "{l:?} overwritten in the prefix"
+            );
+        }
+    }
+}
+
+#[test]
 fn fetches_of_one_chain_do_not_fork() {
     let (g, plan) = plan_of(quote! {
         fn f(x: Tensor<f32, N>) -> (Tensor<f32, N>, Tensor<f32, N>) { let e = exp(x); (e, e + 1.0) }
