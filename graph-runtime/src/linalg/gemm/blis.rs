@@ -29,12 +29,14 @@ use super::scratch::ScratchPool;
 use super::{avx2, avx512, avx512_wide};
 use crate::exec::cpu::{avx512_tiles, level, wide_tiles, Level};
 
-/// Shared-dimension slice: a micro-panel of `b` (`KC x NR`) stays in L1.
-pub const KC: usize = 256;
+/// Shared-dimension slice: a micro-panel of `b` (`KC x NR`) stays in L1. (Under Miri the
+/// three blocks are small, so that a packing buffer is quick to make and small shapes cross
+/// slice and block boundaries.)
+pub const KC: usize = if cfg!(miri) { 16 } else { 256 };
 /// Row block: the packed block of `a` (`MC x KC`) stays in L2.
-pub const MC: usize = 144;
+pub const MC: usize = if cfg!(miri) { 24 } else { 144 };
 /// Column block: the packed slice of `b` (`KC x NC`) stays in L2/L3.
-pub const NC: usize = 1024;
+pub const NC: usize = if cfg!(miri) { 32 } else { 1024 };
 /// `a` is packed only when at least this many micro-panels of `b` reuse it.
 const PACK_A_MIN_PANELS: usize = 3;
 /// Packed buffers start on a cache line.
