@@ -82,8 +82,8 @@ fn bytes<D: grafo::ndarray::Dimension>(arrays: &[&Array<f32, D>]) -> usize {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    println!("| workload | parameters | Adam state | batch | plan: buffers | plan: peak live | plan: saved | first step: heap peak | steady step: heap peak |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("| workload | parameters | Adam state | batch | plan: buffers | plan: peak live | plan: saved | first step: heap peak | steady step: heap peak | held between steps |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     {
         let b = 256;
         let x = Array2::from_shape_vec((b, 784), uniform(b * 784, 41))?;
@@ -101,6 +101,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         })?;
         let mut steps = Vec::new();
+        let before = LIVE.load(Ordering::SeqCst);
         for t in 1..=2 {
             let (rise, loss) = peak_rise(|| {
                 mlp_train_step_in_place::run(
@@ -125,9 +126,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             loss?;
             steps.push(rise);
         }
+        let held = LIVE.load(Ordering::SeqCst).saturating_sub(before);
         assert_eq!(session.arena_bytes() as u64, plan.buffer_bytes());
         println!(
-            "| W8 | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| W8 | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             mib(params),
             mib(2 * params),
             mib(batch),
@@ -135,7 +137,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             mib(plan.peak as usize),
             mib(plan.saved as usize),
             mib(steps[0]),
-            mib(steps[1])
+            mib(steps[1]),
+            mib(held)
         );
     }
     {
@@ -160,6 +163,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         })?;
         let mut steps = Vec::new();
+        let before = LIVE.load(Ordering::SeqCst);
         for t in 1..=2 {
             let (rise, loss) = peak_rise(|| {
                 cnn_train_step::run(
@@ -190,9 +194,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             loss?;
             steps.push(rise);
         }
+        let held = LIVE.load(Ordering::SeqCst).saturating_sub(before);
         assert_eq!(session.arena_bytes() as u64, plan.buffer_bytes());
         println!(
-            "| W9 | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| W9 | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             mib(params),
             mib(2 * params),
             mib(batch),
@@ -200,9 +205,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             mib(plan.peak as usize),
             mib(plan.saved as usize),
             mib(steps[0]),
-            mib(steps[1])
+            mib(steps[1]),
+            mib(held)
         );
     }
-    println!("MiB. heap peak: the largest rise of the live heap bytes during the step, over what it starts with; the steady step's buffers are the session's already.");
+    println!("MiB. heap peak: the largest rise of the live heap bytes during the step, over what it starts with; the steady step's buffers are the session's already. held between steps: what the two steps left allocated (the session's buffers, kernels' kept scratch).");
     Ok(())
 }

@@ -197,7 +197,9 @@ pub fn body(
             Role::Backward => "Backward",
             Role::Update => "Update",
         });
-        let is_saved = saved[i];
+        // A value fusion inlines is computed again inside each loop that reads it, the
+        // backward's too: only a materialised one is kept for the backward pass.
+        let is_saved = saved[i] && plan.materialised[i];
         debug_assert_eq!(id, nodes.len(), "a node's id is its row");
         nodes.push(quote!(::grafo::__private::describe::NodeRow {
             name: #nm,

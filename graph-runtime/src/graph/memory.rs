@@ -25,7 +25,8 @@ pub struct MemoryPlan {
     /// The fresh allocations (results) among the values, in bytes: returned to the caller.
     pub results: u64,
     /// The saved values computed by the graph (not its inputs): the forward values the
-    /// backward pass reads, each held from its forward group to its last backward reader.
+    /// backward pass reads, each held from its forward group to its last backward reader
+    /// (a saved view counts as the buffer under it, each buffer once).
     pub saved: u64,
 }
 
@@ -182,17 +183,33 @@ impl GraphDef {
                 (0, 0),
                 |(bp, bv), (p, &v)| if v > bv { (p, v) } else { (bp, bv) },
             );
-        let saved = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.saved && n.role == Role::Forward && n.op != "input")
-            .filter(|(_, n)| {
-                n.group
-                    .and_then(|g| self.groups.get(g))
-                    .is_some_and(|g| g.kind != "view")
-            })
-            .map(|(i, _)| bytes[i])
+        // A saved view holds the buffer under it: count each buffer once, an input's never.
+        let is_view = |i: usize| {
+            self.nodes[i]
+                .group
+                .and_then(|g| self.groups.get(g))
+                .is_some_and(|g| g.kind == "view")
+        };
+        let mut held = vec![false; self.nodes.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            if !n.saved || n.role != Role::Forward {
+                continue;
+            }
+            let mut base = i;
+            for _ in 0..=self.nodes.len() {
+                match self.nodes[base].inputs.first() {
+                    Some(&x) if is_view(base) && x < self.nodes.len() => base = x,
+                    _ => break,
+                }
+            }
+            let b = &self.nodes[base];
+            if b.op != "input" && b.group.is_some() && !is_view(base) {
+                held[base] = true;
+            }
+        }
+        let saved = (0..self.nodes.len())
+            .filter(|&i| held[i])
+            .map(|i| bytes[i])
             .sum();
         Ok(MemoryPlan {
             buffers,
@@ -342,6 +359,17 @@ mod tests {
         assert_eq!((m.peak, m.peak_step), (3 * v, 4));
         assert_eq!(m.results, v);
         assert_eq!(m.saved, 0);
+    }
+
+    #[test]
+    fn a_saved_view_holds_its_buffer_once() {
+        let mut g = chain();
+        // `x` (an input), `b` and its view `c` are saved: `b`'s buffer counts, once.
+        for i in [0, 2, 3] {
+            g.nodes[i].saved = true;
+        }
+        let m = g.memory(&[("B", 8)]).expect("B is bound");
+        assert_eq!(m.saved, 8 * 4 * 4);
     }
 
     #[test]
