@@ -9,8 +9,9 @@
 //!   both, so no two threads write one element and none waits);
 //! - the filter gradient `dk = im2col(x)ᵀ · dy`: a reduction over output pixels, cut into
 //!   fixed chunks (their im2col rows and their `dy` rows transposed in a thread's scratch,
-//!   then one GEMM), summed per group of chunks into a partial kernel, the partials summed in
-//!   order at the end.
+//!   then one GEMM; for kernels of at most 16 elements per output channel a direct loop with
+//!   the GEMM's bits, `direct.rs`), summed per group of chunks into a partial kernel, the
+//!   partials summed in order at the end.
 //!
 //! The depthwise pair is per channel, not a product: the input gradient gathers each input
 //! pixel's taps, the filter gradient sums per-pixel products into partial kernels; both are
@@ -19,6 +20,8 @@
 //! Every element is summed in an order fixed by the geometry alone (the output pixels in
 //! row-major order, then the taps; the chunks and groups are sized from the shapes, never from
 //! the thread count), so compiled graphs and the eager ops agree bit for bit, on any pool.
+
+mod direct;
 
 use rayon::prelude::*;
 
@@ -38,7 +41,8 @@ const MAX_PARTIALS: usize = 16;
 const MIN_PARTIAL_MACS: usize = 1 << 18;
 
 /// Output pixels of one chunk of the filter gradient, at least and at most: its im2col rows
-/// are the GEMM's shared dimension, which should fill a slice of the packed core.
+/// are the GEMM's shared dimension, which should fill a slice of the packed core (and not
+/// exceed one: `direct.rs` repeats a product of one slice).
 const CHUNK_PIXELS: (usize, usize) = (64, 256);
 
 /// Output pixels of one chunk of the depthwise filter gradient.
@@ -475,10 +479,29 @@ pub fn conv2d_backprop_filter_into<T: GemmElement>(
     });
 }
 
-/// Output pixels `p0..p1` of a plain convolution's filter gradient: their im2col rows and
-/// their `dy` rows transposed into this thread's scratch, then `dyᵀ · cols` (`[M, patch]`)
-/// into `part` (the group's first chunk) or added to it.
+/// Output pixels `p0..p1` of a plain convolution's filter gradient, `dyᵀ · cols`
+/// (`[M, patch]`, `cols` their im2col rows) into `part` (the group's first chunk) or added
+/// to it: a direct loop for small float kernels, the GEMM otherwise (the same bits).
 fn filter_chunk<T: GemmElement>(
+    x: &[T],
+    dy: &[T],
+    g: &Geometry,
+    p0: usize,
+    p1: usize,
+    first: bool,
+    part: &mut [T],
+) {
+    if g.patch() <= direct::DIRECT_PATCH
+        && direct::direct_filter_chunk(x, dy, g, p0, p1, first, part)
+    {
+        return;
+    }
+    gemm_filter_chunk(x, dy, g, p0, p1, first, part);
+}
+
+/// [`filter_chunk`] on the GEMM: the pixels' im2col rows and their `dy` rows transposed
+/// into this thread's scratch, then one product.
+fn gemm_filter_chunk<T: GemmElement>(
     x: &[T],
     dy: &[T],
     g: &Geometry,
