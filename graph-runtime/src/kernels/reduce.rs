@@ -472,8 +472,19 @@ fn reduce_rows<T: Numeric>(x: &[T], len: usize, kind: ReduceKind, out: &mut [T])
 
 /// Leading or middle axes: `x` is `[outer, red, inner]` and each output row of `inner`
 /// accumulates `red` contiguous input rows, so the inner loop runs along memory.
+///
+/// Every column folds its rows one by one in order (floats in f64, rounded once at the
+/// end), so the work is cut between threads along the columns only, in runs of whole
+/// cache lines ([`COLUMN_RUN`] columns) so that no two threads read one line.
 fn reduce_columns<T: Numeric>(x: &[T], red: usize, inner: usize, kind: ReduceKind, out: &mut [T]) {
-    for_each_chunk(out, 1, red, |first, chunk| {
+    let units = out.len();
+    let per_chunk = crate::exec::parallel::units_per_chunk(units, red);
+    let chunk = if per_chunk >= units {
+        units
+    } else {
+        per_chunk.next_multiple_of(COLUMN_RUN).min(units)
+    };
+    let body = |first: usize, chunk: &mut [T]| {
         // The chunk covers output positions first..first + len, possibly across outer blocks.
         let mut pos = first;
         let end = first + chunk.len();
@@ -482,27 +493,13 @@ fn reduce_columns<T: Numeric>(x: &[T], red: usize, inner: usize, kind: ReduceKin
             let j0 = pos % inner;
             let j1 = inner.min(j0 + (end - pos));
             let seg = &mut chunk[pos - first..pos - first + (j1 - j0)];
+            let rows = &x[o * red * inner..(o + 1) * red * inner];
             if is_float::<T>() {
-                // Floats accumulate in f64 (an f32 column sum rounds once, at the end), a
-                // stack buffer of columns at a time.
-                const COLUMNS: usize = 256;
-                for (piece, cols) in seg.chunks_mut(COLUMNS).enumerate() {
-                    let c0 = j0 + piece * COLUMNS;
-                    let mut acc = [Acc::<T>::identity(kind); COLUMNS];
-                    for r in 0..red {
-                        let at = (o * red + r) * inner + c0;
-                        for (a, &v) in acc.iter_mut().zip(&x[at..at + cols.len()]) {
-                            *a = a.push(kind, v);
-                        }
-                    }
-                    for (o, a) in cols.iter_mut().zip(acc) {
-                        *o = a.finish(kind, red);
-                    }
-                }
+                float_columns(rows, red, inner, j0, kind, seg);
             } else {
                 seg.fill(identity(kind));
                 for r in 0..red {
-                    let row = &x[(o * red + r) * inner + j0..(o * red + r) * inner + j1];
+                    let row = &rows[r * inner + j0..r * inner + j1];
                     for (acc, &v) in seg.iter_mut().zip(row) {
                         *acc = combine(kind, *acc, v);
                     }
@@ -513,7 +510,133 @@ fn reduce_columns<T: Numeric>(x: &[T], red: usize, inner: usize, kind: ReduceKin
             }
             pos += j1 - j0;
         }
-    });
+    };
+    if chunk >= units || units == 0 {
+        body(0, out);
+    } else {
+        use rayon::prelude::*;
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .for_each(|(i, c)| body(i * chunk, c));
+    }
+}
+
+/// Columns of a column reduction that one thread takes at least together: 64 bytes of f32.
+const COLUMN_RUN: usize = 16;
+
+/// Columns `j0..j0 + out.len()` of the float column reduction of `rows` (`red` rows of
+/// `inner`), into `out`: each column folded in f64 row by row from the identity, a stack
+/// buffer of columns at a time, then finished (the mean's division in f64) and rounded once.
+fn float_columns<T: Numeric>(
+    rows: &[T],
+    red: usize,
+    inner: usize,
+    j0: usize,
+    kind: ReduceKind,
+    out: &mut [T],
+) {
+    /// The fold of one kind, compiled for the best instruction set of this CPU.
+    fn run<T: Numeric, const K: u8>(
+        rows: &[T],
+        red: usize,
+        inner: usize,
+        j0: usize,
+        out: &mut [T],
+    ) {
+        #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
+        {
+            use crate::exec::cpu::{level, Level};
+            /// # Safety
+            /// The CPU must support AVX-512 F/VL/BW/DQ, AVX2 and FMA.
+            #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+            unsafe fn avx512<T: Numeric, const K: u8>(
+                rows: &[T],
+                red: usize,
+                inner: usize,
+                j0: usize,
+                out: &mut [T],
+            ) {
+                float_columns_body::<T, K>(rows, red, inner, j0, out)
+            }
+            /// # Safety
+            /// The CPU must support AVX2 and FMA.
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn avx2<T: Numeric, const K: u8>(
+                rows: &[T],
+                red: usize,
+                inner: usize,
+                j0: usize,
+                out: &mut [T],
+            ) {
+                float_columns_body::<T, K>(rows, red, inner, j0, out)
+            }
+            match level() {
+                // SAFETY: `level()` reported these features on this CPU.
+                Level::Avx512 => return unsafe { avx512::<T, K>(rows, red, inner, j0, out) },
+                // SAFETY: as above.
+                Level::Avx2Fma => return unsafe { avx2::<T, K>(rows, red, inner, j0, out) },
+                Level::Baseline => {}
+            }
+        }
+        float_columns_body::<T, K>(rows, red, inner, j0, out)
+    }
+    match kind {
+        ReduceKind::Sum => run::<T, SUM>(rows, red, inner, j0, out),
+        ReduceKind::Mean => run::<T, MEAN>(rows, red, inner, j0, out),
+        ReduceKind::Max => run::<T, MAX>(rows, red, inner, j0, out),
+        ReduceKind::Min => run::<T, MIN>(rows, red, inner, j0, out),
+        ReduceKind::Prod => run::<T, PROD>(rows, red, inner, j0, out),
+    }
+}
+
+/// [`ReduceKind`] as a const parameter of [`float_columns_body`].
+const SUM: u8 = 0;
+const MEAN: u8 = 1;
+const MAX: u8 = 2;
+const MIN: u8 = 3;
+const PROD: u8 = 4;
+
+/// The loops of [`float_columns`] for the kind `K`, inlined into each instruction set's copy.
+#[inline(always)]
+fn float_columns_body<T: Numeric, const K: u8>(
+    rows: &[T],
+    red: usize,
+    inner: usize,
+    j0: usize,
+    out: &mut [T],
+) {
+    const COLUMNS: usize = 256;
+    let init = match K {
+        SUM | MEAN => 0.0,
+        MAX => T::LOWEST.to_f64(),
+        MIN => T::HIGHEST.to_f64(),
+        _ => 1.0,
+    };
+    for (piece, cols) in out.chunks_mut(COLUMNS).enumerate() {
+        let c0 = j0 + piece * COLUMNS;
+        let mut acc = [init; COLUMNS];
+        let acc = &mut acc[..cols.len()];
+        for r in 0..red {
+            let row = &rows[r * inner + c0..][..acc.len()];
+            for (a, &v) in acc.iter_mut().zip(row) {
+                *a = column_step::<K>(*a, v.to_f64());
+            }
+        }
+        for (o, &a) in cols.iter_mut().zip(acc.iter()) {
+            *o = T::from_f64(if K == MEAN { a / red as f64 } else { a });
+        }
+    }
+}
+
+/// One more element `v` folded into a column's accumulator `a`, for the kind `K`.
+#[inline(always)]
+fn column_step<const K: u8>(a: f64, v: f64) -> f64 {
+    match K {
+        SUM | MEAN => a + v,
+        MAX => Numeric::maximum(a, v),
+        MIN => Numeric::minimum(a, v),
+        _ => a * v,
+    }
 }
 
 /// Any other pattern: copy `x` with the reduced axes moved last, then reduce rows.
@@ -537,4 +660,102 @@ fn reduce_transposed<T: Numeric>(
         kind,
         out,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values of mixed magnitude (so the order of the additions shows in the bits), with a
+    /// NaN at `nan` if given.
+    fn values(n: usize, nan: Option<usize>) -> Vec<f32> {
+        let mut s = 0x2545_f491u32;
+        (0..n)
+            .map(|i| {
+                s ^= s << 13;
+                s ^= s >> 17;
+                s ^= s << 5;
+                let u = (s >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+                if Some(i) == nan {
+                    f32::NAN
+                } else {
+                    u * [1.0, 1e-7, 3e3, 0.3, 2.5][i % 5]
+                }
+            })
+            .collect()
+    }
+
+    /// Each column of `[outer, red, inner]` folded in f64 row by row, as plain loops.
+    fn reference(x: &[f32], outer: usize, red: usize, inner: usize, kind: ReduceKind) -> Vec<f32> {
+        let mut out = Vec::new();
+        for o in 0..outer {
+            for j in 0..inner {
+                let mut a: f64 = match kind {
+                    ReduceKind::Sum | ReduceKind::Mean => 0.0,
+                    ReduceKind::Max => f32::MIN as f64,
+                    ReduceKind::Min => f32::MAX as f64,
+                    ReduceKind::Prod => 1.0,
+                };
+                for r in 0..red {
+                    let v = x[(o * red + r) * inner + j] as f64;
+                    a = match kind {
+                        ReduceKind::Sum | ReduceKind::Mean => a + v,
+                        ReduceKind::Max if a.is_nan() || v.is_nan() => f64::NAN,
+                        ReduceKind::Max => a.max(v),
+                        ReduceKind::Min if a.is_nan() || v.is_nan() => f64::NAN,
+                        ReduceKind::Min => a.min(v),
+                        ReduceKind::Prod => a * v,
+                    };
+                }
+                if kind == ReduceKind::Mean {
+                    a /= red as f64;
+                }
+                out.push(a as f32);
+            }
+        }
+        out
+    }
+
+    /// Column reductions of f32 (leading and middle axes), every kind, column counts around
+    /// the runs of lanes and of threads, on the pool and on one thread: the reference's bits.
+    #[test]
+    fn column_reductions_fold_each_column_in_row_order() {
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        for (outer, red, inner) in [
+            (1, 43264, 32),
+            (1, 7744, 64),
+            (1, 1000, 17),
+            (3, 700, 33),
+            (2, 5, 300),
+            (1, 2, 1023),
+            (4, 1, 7),
+        ] {
+            for nan in [None, Some(red * inner / 2 + 1)] {
+                let x = values(outer * red * inner, nan);
+                for kind in [
+                    ReduceKind::Sum,
+                    ReduceKind::Mean,
+                    ReduceKind::Max,
+                    ReduceKind::Min,
+                    ReduceKind::Prod,
+                ] {
+                    let want = reference(&x, outer, red, inner, kind);
+                    let shape = [outer, red, inner];
+                    let axes: &[usize] = if outer == 1 { &[0, 1] } else { &[1] };
+                    let mut got = vec![f32::NAN; want.len()];
+                    reduce_into(&x, &shape, axes, kind, &mut got);
+                    let mut serial = vec![f32::NAN; want.len()];
+                    one.install(|| reduce_into(&x, &shape, axes, kind, &mut serial));
+                    for (i, w) in want.iter().enumerate() {
+                        let what = format!("{kind:?} [{outer}, {red}, {inner}] {nan:?} [{i}]");
+                        assert_eq!(got[i].to_bits(), w.to_bits(), "{what}: {} vs {w}", got[i]);
+                        assert_eq!(serial[i].to_bits(), w.to_bits(), "{what} serial");
+                    }
+                }
+            }
+        }
+    }
 }

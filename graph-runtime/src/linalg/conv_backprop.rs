@@ -4,13 +4,14 @@
 //! `[KH*KW*C, F]` matrix, so its two gradients are products on the GEMM:
 //!
 //! - the input gradient `dx = col2im(dy · kᵀ)`: each block of input rows multiplies the `dy`
-//!   rows whose windows reach it by the kernel read transposed in place, then scatters the
+//!   rows whose windows reach it by `kᵀ` (packed once for all blocks), then scatters the
 //!   patches back onto its own rows only (a window straddling two blocks is multiplied by
 //!   both, so no two threads write one element and none waits);
 //! - the filter gradient `dk = im2col(x)ᵀ · dy`: a reduction over output pixels, cut into
 //!   fixed chunks (their im2col rows and their `dy` rows transposed in a thread's scratch,
-//!   then one GEMM), summed per group of chunks into a partial kernel, the partials summed in
-//!   order at the end.
+//!   then one GEMM; for kernels of at most 16 elements per output channel a direct loop with
+//!   the GEMM's bits, `direct.rs`), summed per group of chunks into a partial kernel, the
+//!   partials summed in order at the end.
 //!
 //! The depthwise pair is per channel, not a product: the input gradient gathers each input
 //! pixel's taps, the filter gradient sums per-pixel products into partial kernels; both are
@@ -20,11 +21,13 @@
 //! row-major order, then the taps; the chunks and groups are sized from the shapes, never from
 //! the thread count), so compiled graphs and the eager ops agree bit for bit, on any pool.
 
+mod direct;
+
 use rayon::prelude::*;
 
 use super::conv::IM2COL_BLOCK_BYTES;
 use super::conv_general::{out_and_pad, ConvGeneral};
-use super::gemm::GemmElement;
+use super::gemm::{GemmElement, PrepackedB};
 use crate::dtype::Numeric;
 use crate::error::Error;
 use crate::exec::parallel::{for_each_chunk, PARALLEL_CUTOFF};
@@ -38,7 +41,8 @@ const MAX_PARTIALS: usize = 16;
 const MIN_PARTIAL_MACS: usize = 1 << 18;
 
 /// Output pixels of one chunk of the filter gradient, at least and at most: its im2col rows
-/// are the GEMM's shared dimension, which should fill a slice of the packed core.
+/// are the GEMM's shared dimension, which should fill a slice of the packed core (and not
+/// exceed one: `direct.rs` repeats a product of one slice).
 const CHUNK_PIXELS: (usize, usize) = (64, 256);
 
 /// Output pixels of one chunk of the depthwise filter gradient.
@@ -230,14 +234,31 @@ pub fn conv2d_backprop_input_into<T: GemmElement>(
     // Multiply-adds per input row: the forward's, spread over the input rows.
     let macs = g.pixels().saturating_mul(g.macs_per_pixel());
     let work = (macs / (g.n * g.h)).max(row_len);
-    for_each_chunk(dx, row_len, work, |first, chunk| {
-        for_each_image_rows(g.h, row_len, first, chunk, |img, r0, rows| {
-            if g.depthwise {
-                depthwise_input_rows(dy, k, &g, img, r0, rows);
-            } else {
-                input_rows(dy, k, &g, img, r0, rows);
+    let mut run = |kt: Option<PrepackedB<'_, T>>| {
+        for_each_chunk(dx, row_len, work, |first, chunk| {
+            for_each_image_rows(g.h, row_len, first, chunk, |img, r0, rows| {
+                if g.depthwise {
+                    depthwise_input_rows(dy, k, &g, img, r0, rows);
+                } else {
+                    input_rows(dy, k, kt, &g, img, r0, rows);
+                }
+            });
+        })
+    };
+    let (patch, m) = (g.patch(), g.m);
+    if g.depthwise || patch == 0 || m == 0 {
+        return run(None);
+    }
+    // The GEMM's right operand `kᵀ` (`[M, patch]`) packed once for every block, rather than
+    // packed from `k` read transposed by each block's product: the same products, the same
+    // bits (a product's chains do not depend on how its right operand was packed).
+    T::with_kernel_scratch(patch * m, |kt| {
+        for (q, row) in k[..patch * m].chunks_exact(m).enumerate() {
+            for (o, &v) in row.iter().enumerate() {
+                kt[o * patch + q] = v;
             }
-        });
+        }
+        T::with_prepacked_b(m, patch, kt, run)
     });
 }
 
@@ -247,6 +268,7 @@ pub fn conv2d_backprop_input_into<T: GemmElement>(
 fn input_rows<T: GemmElement>(
     dy: &[T],
     k: &[T],
+    kt: Option<PrepackedB<'_, T>>,
     g: &Geometry,
     img: usize,
     r0: usize,
@@ -261,7 +283,12 @@ fn input_rows<T: GemmElement>(
     }
     let reach = g.out_rows_reaching(r0, r1);
     let per_out_row = g.ow * patch;
-    let step = (IM2COL_BLOCK_BYTES / (per_out_row * std::mem::size_of::<T>()).max(1)).max(1);
+    // Output rows per product: as many as fit twice conv2d's im2col block, in equal runs
+    // (11 rows are one product of 11, not 10 and 1); the order of the additions onto `dx`
+    // is the output pixels' whatever the runs.
+    let most = (2 * IM2COL_BLOCK_BYTES / (per_out_row * std::mem::size_of::<T>()).max(1)).max(1);
+    let runs = reach.len().div_ceil(most).max(1);
+    let step = reach.len().div_ceil(runs).max(1);
     let mut o0 = reach.start;
     // LOOP 1: over runs of `step` output rows.
     while o0 < reach.end {
@@ -271,21 +298,35 @@ fn input_rows<T: GemmElement>(
         T::with_scratch(pixels * patch, |cols| {
             let cols = &mut cols[..pixels * patch];
             // LOOP 2 (the GEMM): cols[p, (i, j, c)] = sum_o dy[p, o] * k[(i, j, c), o], the
-            // kernel read as the transposed right operand.
+            // kernel pre-packed transposed, or read as the transposed right operand.
             // SAFETY: `a` holds `pixels` rows of `m`, `k` holds `patch` rows of `m` (checked
-            // by the caller), `cols` is `pixels` rows of `patch` and borrowed exclusively.
+            // by the caller) and `kt` is `kᵀ` packed, `cols` is `pixels` rows of `patch` and
+            // borrowed exclusively.
             unsafe {
-                T::gemm_strided_bt(
-                    pixels,
-                    m,
-                    patch,
-                    a.as_ptr(),
-                    m,
-                    k.as_ptr(),
-                    m,
-                    cols.as_mut_ptr(),
-                    patch,
-                )
+                match kt {
+                    Some(kt) => T::gemm_prepacked(
+                        pixels,
+                        m,
+                        patch,
+                        a.as_ptr(),
+                        m,
+                        kt,
+                        0,
+                        cols.as_mut_ptr(),
+                        patch,
+                    ),
+                    None => T::gemm_strided_bt(
+                        pixels,
+                        m,
+                        patch,
+                        a.as_ptr(),
+                        m,
+                        k.as_ptr(),
+                        m,
+                        cols.as_mut_ptr(),
+                        patch,
+                    ),
+                }
             };
             // LOOP 3: col2im onto this block's rows.
             for (q, col) in cols.chunks_exact(patch).enumerate() {
@@ -475,10 +516,29 @@ pub fn conv2d_backprop_filter_into<T: GemmElement>(
     });
 }
 
-/// Output pixels `p0..p1` of a plain convolution's filter gradient: their im2col rows and
-/// their `dy` rows transposed into a scratch buffer, then `dyᵀ · cols` (`[M, patch]`)
-/// into `part` (the group's first chunk) or added to it.
+/// Output pixels `p0..p1` of a plain convolution's filter gradient, `dyᵀ · cols`
+/// (`[M, patch]`, `cols` their im2col rows) into `part` (the group's first chunk) or added
+/// to it: a direct loop for small float kernels, the GEMM otherwise (the same bits).
 fn filter_chunk<T: GemmElement>(
+    x: &[T],
+    dy: &[T],
+    g: &Geometry,
+    p0: usize,
+    p1: usize,
+    first: bool,
+    part: &mut [T],
+) {
+    if g.patch() <= direct::DIRECT_PATCH
+        && direct::direct_filter_chunk(x, dy, g, p0, p1, first, part)
+    {
+        return;
+    }
+    gemm_filter_chunk(x, dy, g, p0, p1, first, part);
+}
+
+/// [`filter_chunk`] on the GEMM: the pixels' im2col rows and their `dy` rows transposed
+/// into a scratch buffer, then one product.
+fn gemm_filter_chunk<T: GemmElement>(
     x: &[T],
     dy: &[T],
     g: &Geometry,
@@ -692,6 +752,47 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The input gradient's products on `kᵀ` packed once and on `k` read transposed by each
+    /// product give the same bits.
+    #[test]
+    fn prepacked_kernel_gives_the_same_bits() {
+        fn both<T: GemmElement>(cast: fn(f64) -> T) {
+            for (xs, ks, stride, padding) in [
+                ([2, 13, 13, 32], [3, 3, 32, 64], 1, Padding::Valid),
+                ([1, 9, 7, 5], [3, 2, 5, 19], 2, Padding::Same),
+                ([1, 30, 4, 3], [1, 1, 3, 300], 1, Padding::Valid),
+            ] {
+                let p = ConvGeneral {
+                    stride,
+                    dilation: [1, 1],
+                    padding,
+                    depthwise: false,
+                };
+                let g = Geometry::new(xs, ks, p).unwrap();
+                let k: Vec<T> = values(g.k_len(), 5).into_iter().map(cast).collect();
+                let dy: Vec<T> = values(g.y_len(), 6).into_iter().map(cast).collect();
+                let mut packed = vec![T::ZERO; g.x_len()];
+                conv2d_backprop_input_into(&dy, &k, xs, ks, p, &mut packed);
+                let row_len = g.w * g.c;
+                let mut raw = vec![T::ZERO; g.x_len()];
+                for (img, image) in raw.chunks_exact_mut(g.h * row_len).enumerate() {
+                    // Two blocks of rows, so windows straddle them.
+                    let (top, bottom) = image.split_at_mut(g.h / 2 * row_len);
+                    input_rows(&dy, &k, None, &g, img, 0, top);
+                    input_rows(&dy, &k, None, &g, img, g.h / 2, bottom);
+                }
+                for (i, (a, b)) in packed.iter().zip(&raw).enumerate() {
+                    assert!(
+                        a.to_f64().to_bits() == b.to_f64().to_bits(),
+                        "{xs:?} {ks:?} [{i}]: {a:?} != {b:?}"
+                    );
+                }
+            }
+        }
+        both::<f32>(|v| v as f32);
+        both::<f64>(|v| v);
     }
 
     #[test]
