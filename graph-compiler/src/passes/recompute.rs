@@ -23,6 +23,10 @@ use std::collections::VecDeque;
 /// An infinite capacity (sums of a few of them stay below `u64::MAX`).
 const INF: u64 = u64::MAX / 16;
 
+/// The largest finite capacity: larger values weigh the same (a million nodes of it sum to
+/// less than [`INF`], so no flow overflows).
+const MAX_WEIGHT: u64 = 1 << 36;
+
 /// Recomputes in the backward pass the forward values the minimum cut does not keep, when
 /// that lowers the bytes held across the passes; returns whether the graph changed.
 pub fn run(graph: &mut Graph, config: &PassConfig) -> bool {
@@ -71,7 +75,11 @@ fn min_cut(graph: &Graph, roles: &[Role], live: &[bool]) -> Vec<bool> {
             || node.shape.is_empty()
             || graph.read_at_end(id);
         // One more than the bytes: among cuts of equal bytes, the one keeping fewer values.
-        let weight = if free { 0 } else { node.nominal_bytes() + 1 };
+        let weight = if free {
+            0
+        } else {
+            node.nominal_bytes().min(MAX_WEIGHT) + 1
+        };
         net.add(2 * i, 2 * i + 1, weight);
         if !recomputable(node) {
             net.add(source, 2 * i, INF);
@@ -210,7 +218,7 @@ fn held(graph: &Graph, config: &PassConfig) -> Held {
             continue;
         }
         if sched.last_use[v.0].is_some_and(|e| e >= boundary) {
-            across += graph.node(v).nominal_bytes();
+            across = graph.node(v).nominal_bytes().saturating_add(across);
         }
     }
     let buffers = sched
@@ -222,7 +230,7 @@ fn held(graph: &Graph, config: &PassConfig) -> Held {
                 .max()
                 .unwrap_or(0)
         })
-        .sum();
+        .fold(0u64, u64::saturating_add);
     Held { across, buffers }
 }
 

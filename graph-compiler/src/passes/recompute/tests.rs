@@ -216,3 +216,22 @@ fn reorder_renames_every_reference() {
     }
     assert_eq!(g.node(g.conds[0].then_outputs[0]).op.name(), "exp");
 }
+
+#[test]
+fn huge_symbolic_shapes_weigh_without_overflow() {
+    // Seven symbols at their nominal size are 2^70 elements: the weights saturate, and the
+    // pass still recomputes the cheap chain.
+    let g = optimised(
+        quote! {
+            fn f(x: Tensor<f32, A, B, C, D, E, F, G>, w: Tensor<f32, A, B, C, D, E, F, G>) -> Tensor<f32, A, B, C, D, E, F, G> {
+                let h = exp(x * w);
+                gradients(reduce_sum(h * h), w)
+            }
+        },
+        &PassConfig::default(),
+    );
+    assert!(g
+        .nodes
+        .iter()
+        .any(|n| n.name.as_deref() == Some("recompute/h")));
+}
