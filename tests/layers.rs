@@ -533,3 +533,91 @@ fn embedding_gathers_rows_and_rejects_ids_out_of_range() {
     let negative = grafo::ndarray::arr2(&[[-1]]);
     assert!(lookup::embed(&negative, &e).is_err());
 }
+
+/// A layer as a parameter of a plain `#[graph] fn` (no module).
+#[graph]
+fn standalone(x: Tensor<f32, B, 5>, fc: layers::Dense<5, 7>) -> Tensor<f32, B, 7> {
+    dense(fc, x, sigmoid)
+}
+
+#[graph]
+mod stacked {
+    pub struct Stack {
+        pub blocks: [Dense<4, 4>; 3],
+        pub norms: [LayerNorm<4>; 3],
+    }
+
+    /// A function of the module taking a layer, used as an activation and as a block.
+    pub fn block(h: Tensor<f32, B, 4>, d: Dense<4, 4>) -> Tensor<f32, B, 4> {
+        dense(d, h, half) + h
+    }
+
+    pub fn half(h: Tensor<f32, B, 4>) -> Tensor<f32, B, 4> {
+        h * 0.5
+    }
+
+    /// Layers indexed by a `for` variable: `layer_norm(p.norms[i], ..)` is the layer, found
+    /// through the array.
+    pub fn run(x: Tensor<f32, B, 4>, p: Stack) -> Tensor<f32, B, 4> {
+        let mut h = x;
+        for i in 0..3 {
+            h = layer_norm(p.norms[i], block(h, p.blocks[i]));
+        }
+        h
+    }
+}
+
+#[test]
+fn layers_in_plain_functions_arrays_and_callees() {
+    let fc = layers::Dense::<5, 7> {
+        bias: array(&[7], 30),
+        ..layers::Dense::init(31)
+    };
+    let x: Array2<f32> = array(&[3, 5], 32);
+    let got = standalone(&x, &fc).unwrap();
+    assert_bits("standalone", &got, &standalone::eager(&x, &fc).unwrap());
+    let sig = |v: f32| 1.0 / (1.0 + (-v).exp());
+    let want = dense_ref(&x.clone().into_dyn(), &fc.kernel, &fc.bias, sig);
+    assert_close("standalone", &got.into_dyn(), &want, 1e-5);
+
+    let mut p = stacked::Stack::init(33);
+    for (k, b) in p.blocks.iter_mut().enumerate() {
+        b.bias = array(&[4], 40 + k as u64);
+    }
+    let x: Array2<f32> = array(&[5, 4], 34);
+    let got = stacked::run(&x, &p).unwrap();
+    assert_bits("stack", &got, &stacked::run::eager(&x, &p).unwrap());
+    let mut h = x.into_dyn();
+    for i in 0..3 {
+        let d = dense_ref(&h, &p.blocks[i].kernel, &p.blocks[i].bias, |v| v * 0.5);
+        let r = &d + &h;
+        h = r.clone();
+        let (g, b) = (&p.norms[i].gamma, &p.norms[i].beta);
+        for mut row in h.rows_mut() {
+            let n = row.len() as f64;
+            let m = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+            let var = row.iter().map(|&v| (f64::from(v) - m).powi(2)).sum::<f64>() / n;
+            for (c, v) in row.iter_mut().enumerate() {
+                *v = ((f64::from(*v) - m) / (var + 1e-3).sqrt() * f64::from(g[c]) + f64::from(b[c]))
+                    as f32;
+            }
+        }
+    }
+    assert_close("stack", &got.into_dyn(), &h, 1e-4);
+    // The arrays of layers save as `blocks.0.kernel`, ..., `norms.2.gamma`.
+    let names = {
+        let dir = std::env::temp_dir().join(format!("grafo-stack-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("stack.safetensors");
+        p.save_safetensors(&path).unwrap();
+        let q = stacked::Stack::load_safetensors(&path).unwrap();
+        assert_eq!(q.blocks, p.blocks);
+        assert_eq!(q.norms, p.norms);
+        let names = safetensors_names(&path);
+        std::fs::remove_dir_all(&dir).unwrap();
+        names
+    };
+    assert_eq!(names.len(), 12);
+    assert!(names.contains(&"blocks.2.kernel".to_string()));
+    assert!(names.contains(&"norms.0.gamma".to_string()));
+}

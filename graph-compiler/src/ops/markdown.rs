@@ -62,6 +62,32 @@ pub fn ops_markdown() -> String {
             );
         }
     }
+    md.push_str(&layers_markdown());
+    md
+}
+
+/// The layers library's section: each function, its layer struct and what it computes.
+fn layers_markdown() -> String {
+    use crate::structs::layers::LayerKind;
+    let mut md = String::from("## Layers\n\n");
+    md.push_str(
+        "The functions of the layers library (`docs/LANGUAGE.md` section 10): each takes a layer \
+         struct of `grafo::layers` first and lowers to the ops above, so it fuses, differentiates \
+         and runs eagerly as they do. `conv2d`, `depthwise_conv2d` and `layer_norm` are the \
+         layer's when their first argument is a layer, or written `layers::NAME(..)`.\n\n",
+    );
+    md.push_str("| function | layer | computes | Keras |\n|---|---|---|---|\n");
+    for k in LayerKind::ALL {
+        let _ = writeln!(
+            md,
+            "| `{}` | `{}` | {} | `{}` |",
+            k.signature(),
+            k.form(),
+            k.doc(),
+            k.keras()
+        );
+    }
+    md.push('\n');
     md
 }
 

@@ -136,6 +136,36 @@ impl LayerKind {
         }
     }
 
+    /// What it computes, one line for `docs/OPS.md`.
+    pub fn doc(self) -> &'static str {
+        match self {
+            LayerKind::Dense => "`activation(matmul(x, kernel) + bias)` over the last axis of `x [.., IN]`",
+            LayerKind::Conv2d => "`activation(conv2d(x, kernel, strides, padding, dilation_rate) + bias)` of NHWC `x`; defaults 1, `VALID`, none, 1",
+            LayerKind::DepthwiseConv2d => "the same with `depthwise_conv2d` (`C * M` channels)",
+            LayerKind::BatchNorm => "inference: `batch_normalization(x, moving_mean, moving_variance, beta, gamma, epsilon)` over the last axis, epsilon 1e-3",
+            LayerKind::LayerNorm => "`layer_norm(x, gamma, beta, -1, epsilon)`, epsilon 1e-3",
+            LayerKind::Embedding => "`gather(embeddings, ids, 0)`: integer ids of any shape, `[..] -> [.., D]`",
+            LayerKind::MultiHeadAttention => "query [B, T, D], value and key [B, S, D]: projected, split into H heads, softmax of the scaled scores (causal: position i sees j <= i), merged, projected by `output`",
+            LayerKind::LstmCell => "one step, gates i, f, g, o: `c' = σ(f)·c + σ(i)·tanh(g)`, `h' = σ(o)·tanh(c')`; returns `(h, c)`",
+            LayerKind::GruCell => "one step (`reset_after`), gates z, r, hh: `h' = z·h + (1 - z)·tanh(x_h + r·h_h)`",
+        }
+    }
+
+    /// The Keras layer it follows.
+    pub fn keras(self) -> &'static str {
+        match self {
+            LayerKind::Dense => "tf.keras.layers.Dense",
+            LayerKind::Conv2d => "tf.keras.layers.Conv2D",
+            LayerKind::DepthwiseConv2d => "tf.keras.layers.DepthwiseConv2D",
+            LayerKind::BatchNorm => "tf.keras.layers.BatchNormalization",
+            LayerKind::LayerNorm => "tf.keras.layers.LayerNormalization",
+            LayerKind::Embedding => "tf.keras.layers.Embedding",
+            LayerKind::MultiHeadAttention => "tf.keras.layers.MultiHeadAttention",
+            LayerKind::LstmCell => "tf.keras.layers.LSTMCell",
+            LayerKind::GruCell => "tf.keras.layers.GRUCell",
+        }
+    }
+
     /// Its arguments in words, for the arity message.
     pub fn arguments(self) -> &'static str {
         match self {
@@ -515,4 +545,54 @@ pub fn dim_sources(kind: LayerKind) -> Option<&'static [(&'static str, usize)]> 
         LayerKind::LstmCell | LayerKind::GruCell => &[("kernel", 0), ("recurrent_kernel", 0)],
         LayerKind::MultiHeadAttention => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An instance's identifier gives back its kind, dims and dtype; it is shown and emitted
+    /// as written.
+    #[test]
+    fn instances_round_trip_through_their_identifiers() {
+        for kind in LayerKind::ALL {
+            let dims: Vec<u64> = (0..kind.dims().len() as u64).map(|d| 2 * d + 4).collect();
+            for dtype in [DType::F32, DType::F64] {
+                let id = instance_ident(kind, &dims, dtype);
+                let i = instance(&id).expect("an instance");
+                assert_eq!((i.kind, &i.dims, i.dtype), (kind, &dims, dtype));
+                let def = def_of(&id).expect("a definition");
+                assert!(!def.fields.is_empty());
+            }
+        }
+        let id = instance_ident(LayerKind::Dense, &[784, 10], DType::F32);
+        assert_eq!(display(&id), "Dense<784, 10>");
+        assert_eq!(
+            type_tokens(&id).to_string(),
+            ":: grafo :: layers :: Dense < 784 , 10 >"
+        );
+        let id = instance_ident(LayerKind::Dense, &[4, 3], DType::F64);
+        assert_eq!(display(&id), "Dense<4, 3, f64>");
+        assert_eq!(instance(&syn::parse_quote!(Dense)), None);
+    }
+
+    /// A written type is read with the module's `const`s; wrong arguments are errors.
+    #[test]
+    fn written_types_are_read() {
+        let dims: HashMap<String, u64> = [("HIDDEN".to_string(), 16)].into_iter().collect();
+        let read = |t: syn::Type| instance_of_type(&t, &dims);
+        let ok = read(syn::parse_quote!(layers::Dense<HIDDEN, { 2 * 5 }>))
+            .unwrap()
+            .unwrap();
+        assert_eq!(display(&ok), "Dense<16, 10>");
+        assert!(read(syn::parse_quote!(grafo::layers::LayerNorm<4, f64>))
+            .unwrap()
+            .is_ok());
+        assert!(read(syn::parse_quote!(Dense<4>)).unwrap().is_err());
+        assert!(read(syn::parse_quote!(MultiHeadAttention<10, 3>))
+            .unwrap()
+            .is_err());
+        assert!(read(syn::parse_quote!(Dense)).is_none());
+        assert!(read(syn::parse_quote!(other::Dense<4, 3>)).is_none());
+    }
 }

@@ -315,10 +315,11 @@ impl Lowerer<'_> {
         let Some((ident, name)) = name.filter(|(_, n)| known(n)) else {
             let found = quote::ToTokens::to_token_stream(arg).to_string();
             let msg = format!(
-                "`{}`'s `activation` is the name of an activation, as Keras' `activation=` names it ({}; `linear` for none), or of a function of this `#[graph] mod`; found `{found}`",
+                "`{}`'s `activation` is the name of an activation, as Keras' `activation=` names it ({}, or `linear` for none), or of a function of this `#[graph] mod`; found `{found}`",
                 call.name(),
                 ACTIVATIONS
                     .iter()
+                    .filter(|a| **a != "linear")
                     .map(|a| format!("`{a}`"))
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -542,5 +543,22 @@ impl Lowerer<'_> {
             call.span,
         );
         (!self.graph.node(id).poisoned).then_some(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ACTIVATIONS;
+
+    /// Every activation a layer accepts is an op of the table (or `linear`, none), so the
+    /// call it is lowered as resolves.
+    #[test]
+    fn every_activation_is_an_op() {
+        for a in ACTIVATIONS {
+            assert!(
+                *a == "linear" || crate::ops::lookup(a).is_some(),
+                "`{a}` is no op"
+            );
+        }
     }
 }
