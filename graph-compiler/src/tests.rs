@@ -601,4 +601,50 @@ fn a_parameters_new_value_is_written_in_place_only_by_the_last_reader() {
     );
 }
 
+#[test]
+fn an_unrolled_loop_emits_each_kernel_once_and_drivers_over_dyn() {
+    let out = crate::expand::expand(
+        quote!(),
+        quote! {
+            pub fn steps(
+                x: Tensor<f32, B, 8, I>,
+                h0: Tensor<f32, B, H>,
+                w: Tensor<f32, I, H>,
+                u: Tensor<f32, H, H>,
+                b: Tensor<f32, H>,
+            ) -> Tensor<f32, B, H> {
+                let mut h = h0;
+                for t in 0..8 {
+                    h = tanh(matmul(x[s![.., t, ..]], w) + matmul(h, u) + b) * h;
+                }
+                h
+            }
+        },
+    )
+    .to_string();
+    let start = out.find("fn __compiled").expect("a compiled body");
+    let end = out[start..].find("fn eager").expect("an eager body") + start;
+    let compiled = &out[start..end];
+    // The eight steps' epilogues (add, add, tanh, mul) are one kernel, called eight times.
+    assert_eq!(compiled.matches("multiversion").count(), 1, "{compiled}");
+    let name_at = compiled.find("fn __grafo_kernel_").expect("a kernel") + 3;
+    let name: String = compiled[name_at..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    assert_eq!(
+        compiled.matches(&format!("{name} (")).count(),
+        9,
+        "{compiled}"
+    );
+    // Every epilogue closure reaches the GEMM's driver as a `&dyn Fn`, one type for all.
+    assert_eq!(
+        compiled
+            .matches("as & (dyn Fn (usize , usize , & mut [f32])")
+            .count(),
+        8,
+        "{compiled}"
+    );
+}
+
 mod lowering;
