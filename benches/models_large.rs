@@ -16,11 +16,11 @@ use std::time::Duration;
 
 #[path = "../examples/resnet18.rs"]
 #[allow(dead_code)]
-mod resnet18;
+mod resnet18_example;
 
 #[path = "../examples/gpt2.rs"]
 #[allow(dead_code)]
-mod gpt2;
+mod gpt2_example;
 
 /// Seeded values in [-1, 1), the inputs of every arm.
 fn uniform(n: usize, seed: u32) -> Vec<f32> {
@@ -37,9 +37,9 @@ fn uniform(n: usize, seed: u32) -> Vec<f32> {
 
 /// W10: about 1.82 G multiply-adds per image.
 fn w10(c: &mut Criterion) {
-    use resnet18::resnet::{self, ResNet18, CLASSES, IMG_H, IMG_W};
-    let path = resnet18::models_dir().join("resnet18.safetensors");
-    let p = match ResNet18::load_safetensors_with(&path, &resnet18::torch_remap()) {
+    use resnet18_example::resnet::{self, ResNet18, CLASSES, IMG_H, IMG_W};
+    let path = resnet18_example::models_dir().join("resnet18.safetensors");
+    let p = match ResNet18::load_safetensors_with(&path, &resnet18_example::torch_remap()) {
         Ok(p) => p,
         Err(_) => {
             eprintln!("{} not loaded: timing ResNet18::init(0)", path.display());
@@ -81,9 +81,9 @@ fn w10(c: &mut Criterion) {
 
 /// W11: 12 blocks of 2·T·(D·3D + D² + 2·D·FF) + 4·T²·D flops, about 22.3 GFLOP.
 fn w11(c: &mut Criterion) {
-    use gpt2::gpt2::{self, Gpt2, D, D3, FF, LAYERS, T};
-    let path = gpt2::models_dir().join("gpt2.safetensors");
-    let p = match Gpt2::load_safetensors_with(&path, &gpt2::torch_remap()) {
+    use gpt2_example::gpt2::{self, Gpt2, D, D3, FF, LAYERS, T};
+    let path = gpt2_example::models_dir().join("gpt2.safetensors");
+    let p = match Gpt2::load_safetensors_with(&path, &gpt2_example::torch_remap()) {
         Ok(p) => p,
         Err(_) => {
             eprintln!("{} not loaded: timing Gpt2::init(0)", path.display());

@@ -372,7 +372,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "against PyTorch: max abs difference {abs:.3e}, {rel:.3e} of the logits' largest magnitude (tolerance {TOLERANCE:e})"
         );
-        if !(rel <= TOLERANCE) {
+        if rel.is_nan() || rel > TOLERANCE {
             return Err(format!(
                 "the logits differ from PyTorch's by {rel:e} of their scale, over the tolerance {TOLERANCE:e}"
             )

@@ -292,7 +292,7 @@ pub mod gpt2 {
     pub const HEAD: usize = 8;
     pub const T: usize = 16;
     /// 1 / sqrt(HEAD), the attention scores' scale.
-    pub const SCALE: f32 = 0.353_553_39;
+    pub const SCALE: f32 = 0.353_553_38;
     pub const POSITIONS: usize = 32;
     pub const IO_BATCH: usize = 2;
 
