@@ -621,3 +621,33 @@ fn layers_in_plain_functions_arrays_and_callees() {
     assert!(names.contains(&"blocks.2.kernel".to_string()));
     assert!(names.contains(&"norms.0.gamma".to_string()));
 }
+
+/// The example of docs/LANGUAGE.md section 10, as written there.
+#[graph]
+mod cnn {
+    pub struct Net {
+        pub conv1: Conv2d<3, 3, 1, 16>,
+        pub bn1: BatchNorm<16>,
+        pub conv2: DepthwiseConv2d<3, 3, 16, 1>,
+        pub fc: Dense<{ 7 * 7 * 16 }, 10>,
+        pub scale: Tensor<f32, 10>,
+    }
+
+    pub fn forward(x: Tensor<f32, B, 28, 28, 1>, p: Net) -> Tensor<f32, B, 10> {
+        let h = conv2d(p.conv1, x, 1, SAME, relu);
+        let h = max_pool2d(batch_norm(p.bn1, h), 2, 2, VALID);
+        let h = depthwise_conv2d(p.conv2, h, 2, SAME, relu6);
+        dense(p.fc, reshape(h, [B, 7 * 7 * 16])) * p.scale
+    }
+}
+
+#[test]
+fn the_language_example_runs() {
+    let mut p = cnn::Net::init(42);
+    p.scale = array(&[10], 1);
+    let x: grafo::ndarray::Array4<f32> = array(&[2, 28, 28, 1], 2);
+    let got = cnn::forward(&x, &p).unwrap();
+    assert_eq!(got.shape(), &[2, 10]);
+    assert_bits("cnn", &got, &cnn::forward::eager(&x, &p).unwrap());
+    assert_eq!(p.fc.kernel.dim(), (784, 10));
+}
