@@ -22,6 +22,12 @@ mod resnet18_example;
 #[allow(dead_code)]
 mod gpt2_example;
 
+/// `models/` at the repository's root, where `scripts/export_torch_models.py` writes the files
+/// (the examples' `models_dir` reads its first argument, which is criterion's `--bench` here).
+fn models_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("models")
+}
+
 /// Seeded values in [-1, 1), the inputs of every arm.
 fn uniform(n: usize, seed: u32) -> Vec<f32> {
     let mut s = seed.wrapping_mul(2654435761).wrapping_add(1);
@@ -38,7 +44,7 @@ fn uniform(n: usize, seed: u32) -> Vec<f32> {
 /// W10: about 1.82 G multiply-adds per image.
 fn w10(c: &mut Criterion) {
     use resnet18_example::resnet::{self, ResNet18, CLASSES, IMG_H, IMG_W};
-    let path = resnet18_example::models_dir().join("resnet18.safetensors");
+    let path = models_dir().join("resnet18.safetensors");
     let p = match ResNet18::load_safetensors_with(&path, &resnet18_example::torch_remap()) {
         Ok(p) => p,
         Err(_) => {
@@ -82,7 +88,7 @@ fn w10(c: &mut Criterion) {
 /// W11: 12 blocks of 2·T·(D·3D + D² + 2·D·FF) + 4·T²·D flops, about 22.3 GFLOP.
 fn w11(c: &mut Criterion) {
     use gpt2_example::gpt2::{self, Gpt2, D, D3, FF, LAYERS, T};
-    let path = gpt2_example::models_dir().join("gpt2.safetensors");
+    let path = models_dir().join("gpt2.safetensors");
     let p = match Gpt2::load_safetensors_with(&path, &gpt2_example::torch_remap()) {
         Ok(p) => p,
         Err(_) => {
