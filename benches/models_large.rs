@@ -25,7 +25,9 @@ mod gpt2_example;
 /// `models/` at the repository's root, where `scripts/export_torch_models.py` writes the files
 /// (the examples' `models_dir` reads its first argument, which is criterion's `--bench` here).
 fn models_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("models")
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("models")
 }
 
 /// Seeded values in [-1, 1), the inputs of every arm.
