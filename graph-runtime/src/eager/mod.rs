@@ -1,7 +1,7 @@
 //! The eager API: every op of docs/OPS.md run at once over ndarray arrays and views, each allocating its result.
 //!
 //! This is `NAME::eager` and the baseline of every benchmark. Each op checks its operands'
-//! shapes at run time and returns [`Error`](crate::Error) naming the op, both shapes and
+//! shapes at run time and returns [`Error`] naming the op, both shapes and
 //! the axis; no op panics on bad input. The ops call the same kernels as compiled graphs,
 //! so a speed-up of a compiled graph measures the compiler, not a better kernel.
 //!
