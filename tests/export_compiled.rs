@@ -1,4 +1,4 @@
-//! The graphs the macro emits, exported for the real clients: `dot -Tsvg` renders them and TensorBoard's reader loads them.
+//! The graphs the macro emits, exported for the real clients: `dot -Tsvg` renders them (W3, W2 and W9's train step with its roles and saved values) and TensorBoard's reader loads them.
 //!
 //! Both tests need the external tools and are ignored by a plain `cargo test`: run
 //! `.ci/install-tools`, then `cargo test --test export_compiled -- --ignored` (as `.ci/run` does).
@@ -11,6 +11,9 @@ use external_tools::{require_graphviz, require_tensorboard, venv_python};
 #[path = "common/workloads.rs"]
 mod workloads;
 
+#[path = "common/training.rs"]
+mod training;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -20,7 +23,12 @@ use workloads::{convnet, mlp};
 #[ignore = "needs Graphviz's dot: run .ci/install-tools, then cargo test --test export_compiled -- --ignored"]
 fn dot_of_compiled_graphs_renders() {
     require_graphviz();
-    for dot in [convnet::graph().to_dot(), mlp::graph().to_dot()] {
+    let train_step = training::cnn_train_step::graph().to_dot();
+    assert!(
+        train_step.contains("saved"),
+        "a train step marks the forward values its backward pass saves"
+    );
+    for dot in [convnet::graph().to_dot(), mlp::graph().to_dot(), train_step] {
         assert!(
             dot.contains("cluster_"),
             "fusion groups and cond arms are clusters"
