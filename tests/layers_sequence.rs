@@ -3,33 +3,12 @@
 //! eager (bit for bit) vs Keras' formulas written here as plain loops in f64, on odd sizes.
 
 use grafo::layers;
-use grafo::ndarray::{Array1, Array2, Array3, ArrayD, IxDyn};
+use grafo::ndarray::{Array1, Array2, Array3};
 use grafo::prelude::*;
 
-fn values(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn array<D: grafo::ndarray::Dimension>(
-    shape: &[usize],
-    seed: u64,
-) -> grafo::ndarray::Array<f32, D> {
-    let n = shape.iter().product();
-    ArrayD::from_shape_vec(IxDyn(shape), values(n, seed))
-        .unwrap()
-        .into_dimensionality::<D>()
-        .unwrap()
-}
+#[path = "common/layer_inputs.rs"]
+mod layer_inputs;
+use layer_inputs::{array, assert_bits};
 
 fn assert_close<D: grafo::ndarray::Dimension>(
     what: &str,
@@ -44,20 +23,6 @@ fn assert_close<D: grafo::ndarray::Dimension>(
             "{what}[{i}]: got {g}, reference {w}"
         );
     }
-}
-
-fn assert_bits<D: grafo::ndarray::Dimension>(
-    what: &str,
-    a: &grafo::ndarray::Array<f32, D>,
-    b: &grafo::ndarray::Array<f32, D>,
-) {
-    assert_eq!(a.shape(), b.shape(), "{what}: shape");
-    assert!(
-        a.iter()
-            .zip(b.iter())
-            .all(|(x, y)| x.to_bits() == y.to_bits()),
-        "{what}: compiled {a} eager {b}"
-    );
 }
 
 #[graph]
