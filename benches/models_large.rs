@@ -23,7 +23,8 @@ mod resnet18_example;
 mod gpt2_example;
 
 /// `models/` at the repository's root, where `scripts/export_torch_models.py` writes the files
-/// (the examples' `models_dir` reads its first argument, which is criterion's `--bench` here).
+/// (the examples' `models_dir` reads the first argument, criterion's `--bench` here, and its
+/// `CARGO_MANIFEST_DIR` would be `benches/` in this package).
 fn models_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
