@@ -9,8 +9,11 @@ EXPECTED_JSON is a file or an inline JSON object:
 for a graph (the file must hold one graph_def), or
     {"scalars": {"TAG": [[STEP, VALUE], ...], ...}}
 for scalar summaries (each tag's points, in order, as the Scalars tab's readers give them).
-A dim given as a string is a symbolic dim: size -1 named by it. Every key but "op" is
-optional. Exits 0 when the file matches, 1 with one line per difference otherwise.
+A graph's expectation may also hold "roles": {"forward": N, "backward": N, "update": N}
+(how many nodes carry each `_role` attribute; every node must carry one), "saved": N (how
+many carry `_saved = true`) and "scopes": {"PREFIX": N} (how many node names start with
+PREFIX, the boxes the Graphs tab draws). A dim given as a string is a symbolic dim: size -1
+named by it. Every key but "op" is optional. Exits 0 when the file matches, 1 with one line per difference otherwise.
 """
 
 import json
@@ -76,6 +79,7 @@ def main(argv):
         problems.append("node names are not unique")
     if "node_count" in expected and len(graph.node) != expected["node_count"]:
         problems.append(f"expected {expected['node_count']} nodes, found {len(graph.node)}")
+    problems += check_roles(graph, expected)
     for name, want in expected.get("nodes", {}).items():
         node = nodes.get(name)
         if node is None:
@@ -103,6 +107,31 @@ def main(argv):
             if found != value:
                 problems.append(f"{name}: attr {key!r} is {found!r}, expected {value!r}")
     return report(problems)
+
+
+def check_roles(graph, expected):
+    """Compares the nodes' `_role`/`_saved` attributes and name scopes with `expected`."""
+    problems = []
+    if "roles" in expected:
+        counts = {}
+        for node in graph.node:
+            attr = node.attr.get("_role")
+            if attr is None or attr.WhichOneof("value") != "s":
+                problems.append(f"{node.name}: no string _role attribute")
+                continue
+            role = attr.s.decode("utf-8")
+            counts[role] = counts.get(role, 0) + 1
+        if counts != expected["roles"]:
+            problems.append(f"_role counts are {counts}, expected {expected['roles']}")
+    if "saved" in expected:
+        saved = sum(1 for n in graph.node if "_saved" in n.attr and n.attr["_saved"].b)
+        if saved != expected["saved"]:
+            problems.append(f"{saved} nodes are _saved, expected {expected['saved']}")
+    for prefix, want in expected.get("scopes", {}).items():
+        found = sum(1 for n in graph.node if n.name.startswith(prefix))
+        if found != want:
+            problems.append(f"{found} node names start with {prefix!r}, expected {want}")
+    return problems
 
 
 def same(a, b):

@@ -97,3 +97,38 @@ fn tensorboard_reads_compiled_graphs() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+#[ignore = "needs the TensorBoard venv: run .ci/install-tools, then cargo test --test export_compiled -- --ignored"]
+fn tensorboard_reads_a_train_step_with_its_roles() {
+    let python = venv_python();
+    require_tensorboard();
+    let g = training::cnn_train_step::graph();
+    let count = |role: &str| g.nodes.iter().filter(|n| n.role.name() == role).count();
+    let (forward, backward, update) = (count("forward"), count("backward"), count("update"));
+    let saved = g.nodes.iter().filter(|n| n.saved).count();
+    // A train step has all three parts, and its backward pass reads saved forward values.
+    assert!(forward > 0 && backward > 0 && update > 0 && saved > 0);
+    let dir = temp_dir("w9");
+    let path = g.write_tensorboard(&dir).expect("event file written");
+    // TensorBoard's readers must see every node's role, the saved values, and the backward
+    // and update nodes in the `gradients/` and `update/` boxes of the Graphs tab.
+    let expected = format!(
+        r#"{{"node_count": {}, "roles": {{"forward": {forward}, "backward": {backward}, "update": {update}}},
+            "saved": {saved}, "scopes": {{"gradients/": {backward}, "update/": {update}}}}}"#,
+        g.nodes.len()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_tensorboard.py");
+    let out = Command::new(&python)
+        .arg(script)
+        .arg(&path)
+        .arg(&expected)
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "TensorBoard rejected the W9 train step's graph:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
