@@ -157,6 +157,8 @@ pub enum CheckpointProblem {
     },
     /// Two tensors of the file are renamed to the same field path.
     Duplicate { name: String, sources: Vec<String> },
+    /// A remap's split or combination does not fit the file's tensors.
+    Remap { name: String, message: String },
     /// The file is not a valid safetensors file.
     Format(String),
 }
@@ -208,6 +210,7 @@ impl fmt::Display for CheckpointProblem {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            CheckpointProblem::Remap { name, message } => write!(f, "tensor `{name}`: {message}"),
             CheckpointProblem::Format(message) => write!(f, "not a safetensors file: {message}"),
         }
     }

@@ -16,7 +16,7 @@
 mod remap;
 
 pub use crate::error::CheckpointProblem as Problem;
-pub use remap::Remap;
+pub use remap::{Combine, Remap};
 
 use crate::dtype::Element;
 use crate::error::{CheckpointProblem, Error};
@@ -39,6 +39,8 @@ pub trait CheckpointElem: Element + sealed::Sealed {
     fn from_le(bytes: &[u8]) -> Self;
     /// Appends the element's bytes.
     fn put_le(self, out: &mut Vec<u8>);
+    /// `self + o` for [`Combine::Sum`]: `None` for `bool`s and on integer overflow.
+    fn checked_sum(self, o: Self) -> Option<Self>;
 }
 
 macro_rules! checkpoint_numbers {
@@ -54,10 +56,34 @@ macro_rules! checkpoint_numbers {
             fn put_le(self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes());
             }
+            #[inline]
+            fn checked_sum(self, o: Self) -> Option<Self> {
+                <$t as CheckedSum>::checked_sum(self, o)
+            }
+        }
+    )*};
+}
+
+/// The sum [`CheckpointElem::checked_sum`] uses, per number type.
+trait CheckedSum: Sized {
+    fn checked_sum(self, o: Self) -> Option<Self>;
+}
+
+macro_rules! impl_checked_sum {
+    ($($t:ty),* => |$a:ident, $b:ident| $e:expr) => {$(
+        impl CheckedSum for $t {
+            #[inline]
+            fn checked_sum(self, o: Self) -> Option<Self> {
+                let ($a, $b) = (self, o);
+                $e
+            }
         }
     )*};
 }
 checkpoint_numbers!(f32 => F32, f64 => F64, i32 => I32, i64 => I64);
+
+impl_checked_sum!(f32, f64 => |a, b| Some(a + b));
+impl_checked_sum!(i32, i64 => |a, b| a.checked_add(b));
 
 impl sealed::Sealed for bool {}
 impl CheckpointElem for bool {
@@ -69,6 +95,9 @@ impl CheckpointElem for bool {
     #[inline]
     fn put_le(self, out: &mut Vec<u8>) {
         out.push(u8::from(self));
+    }
+    fn checked_sum(self, _: Self) -> Option<Self> {
+        None
     }
 }
 
@@ -99,9 +128,20 @@ struct Entry {
     /// Its bytes in the mapped file.
     start: usize,
     end: usize,
-    /// The remap's permutation of its axes, if any.
-    axes: Option<Vec<usize>>,
+    /// The part of the file's tensor it is, when the remap splits that tensor.
+    part: Option<Part>,
 }
+
+/// Part `index` of `count` equal parts of a file's tensor along `axis` ([`Remap::split`]).
+#[derive(Clone, Copy)]
+struct Part {
+    axis: usize,
+    index: usize,
+    count: usize,
+}
+
+/// How deep [`Remap::combine`]'s rules may nest (a combination of combinations).
+const MAX_COMBINE_DEPTH: usize = 8;
 
 /// A safetensors file being read into a parameter struct, field by field.
 pub struct Reader {
@@ -111,6 +151,7 @@ pub struct Reader {
     entries: HashMap<String, Entry>,
     taken: HashSet<String>,
     problems: Vec<CheckpointProblem>,
+    remap: Remap,
 }
 
 impl Reader {
@@ -149,23 +190,40 @@ impl Reader {
                     "tensor `{file_name}`'s data ({start}..{end}) lies outside the file"
                 )));
             }
-            sources
-                .entry(name.clone())
-                .or_default()
-                .push(file_name.clone());
-            let source = (name != file_name).then_some(file_name);
-            let axes = remap.axes(&name).map(<[usize]>::to_vec);
-            entries.insert(
-                name,
-                Entry {
-                    source,
-                    dtype: info.dtype,
-                    shape: info.shape.clone(),
-                    start: base + start,
-                    end: base + end,
-                    axes,
-                },
-            );
+            let source = (name != file_name).then_some(file_name.clone());
+            let pieces = match remap.parts(&name) {
+                Some((axis, parts)) => {
+                    let count = parts.len();
+                    parts
+                        .into_iter()
+                        .enumerate()
+                        .map(|(index, part)| (part, Some(Part { axis, index, count })))
+                        .collect()
+                }
+                None => vec![(name, None)],
+            };
+            for (name, part) in pieces {
+                sources
+                    .entry(name.clone())
+                    .or_default()
+                    .push(file_name.clone());
+                let source = if part.is_some() {
+                    Some(file_name.clone())
+                } else {
+                    source.clone()
+                };
+                entries.insert(
+                    name,
+                    Entry {
+                        source,
+                        dtype: info.dtype,
+                        shape: info.shape.clone(),
+                        start: base + start,
+                        end: base + end,
+                        part,
+                    },
+                );
+            }
         }
         let mut duplicates: Vec<(String, Vec<String>)> =
             sources.into_iter().filter(|(_, s)| s.len() > 1).collect();
@@ -180,6 +238,7 @@ impl Reader {
             entries,
             taken: HashSet::new(),
             problems,
+            remap: remap.clone(),
         })
     }
 
@@ -195,14 +254,67 @@ impl Reader {
             let dim = D::zeros(D::NDIM.unwrap_or(shape.len()));
             Array::from_shape_vec(dim, Vec::new()).expect("an empty array of the field's rank")
         };
-        let Some(e) = self.entries.get(name) else {
+        let read = if self.entries.contains_key(name) {
+            self.read::<T>(name)
+        } else if let Some((how, names)) = self.remap.sources(name) {
+            self.combined::<T>(name, how, &names, 0)
+        } else {
             self.problems.push(CheckpointProblem::Missing {
                 name: name.to_string(),
                 dtype: dtype_name::<T>(),
                 shape: shape.to_vec(),
             });
+            None
+        };
+        let Some((stored, source)) = read else {
             return empty();
         };
+        let laid = match self.remap.axes(name) {
+            Some(axes) => {
+                let rank = stored.ndim();
+                let fits = axes.len() == rank && {
+                    let mut seen = vec![false; rank];
+                    axes.iter()
+                        .all(|&a| a < rank && !std::mem::replace(&mut seen[a], true))
+                };
+                if !fits {
+                    self.problems.push(CheckpointProblem::Layout {
+                        name: name.to_string(),
+                        axes: axes.to_vec(),
+                        rank,
+                    });
+                    return empty();
+                }
+                let permuted = stored.permuted_axes(IxDyn(axes));
+                if permuted.shape() != shape {
+                    self.problems.push(CheckpointProblem::Shape {
+                        name: name.to_string(),
+                        source,
+                        expected: shape.to_vec(),
+                        found: permuted.shape().to_vec(),
+                    });
+                    return empty();
+                }
+                permuted.as_standard_layout().into_owned()
+            }
+            None => stored,
+        };
+        if laid.shape() != shape {
+            self.problems.push(CheckpointProblem::Shape {
+                name: name.to_string(),
+                source,
+                expected: shape.to_vec(),
+                found: laid.shape().to_vec(),
+            });
+            return empty();
+        }
+        laid.into_dimensionality::<D>().unwrap_or_else(|_| empty())
+    }
+
+    /// The tensor (or part of one) the file holds under `name`, in the file's layout, with
+    /// the file's name for it; `None` after recording a problem.
+    fn read<T: CheckpointElem>(&mut self, name: &str) -> Option<(ArrayD<T>, Option<String>)> {
+        let e = self.entries.get(name)?;
         self.taken.insert(name.to_string());
         if e.dtype != T::SAFETENSORS {
             self.problems.push(CheckpointProblem::DType {
@@ -211,35 +323,7 @@ impl Reader {
                 expected: dtype_name::<T>(),
                 found: file_dtype(e.dtype),
             });
-            return empty();
-        }
-        let found: Vec<usize> = match &e.axes {
-            Some(axes) => {
-                let fits = axes.len() == e.shape.len() && {
-                    let mut seen = vec![false; axes.len()];
-                    axes.iter()
-                        .all(|&a| a < seen.len() && !std::mem::replace(&mut seen[a], true))
-                };
-                if !fits {
-                    self.problems.push(CheckpointProblem::Layout {
-                        name: name.to_string(),
-                        axes: axes.clone(),
-                        rank: e.shape.len(),
-                    });
-                    return empty();
-                }
-                axes.iter().map(|&a| e.shape[a]).collect()
-            }
-            None => e.shape.clone(),
-        };
-        if found != shape {
-            self.problems.push(CheckpointProblem::Shape {
-                name: name.to_string(),
-                source: e.source.clone(),
-                expected: shape.to_vec(),
-                found,
-            });
-            return empty();
+            return None;
         }
         let size = std::mem::size_of::<T>().max(1);
         let bytes = &self.map[e.start..e.end];
@@ -251,19 +335,153 @@ impl Reader {
                 e.shape,
                 count * size
             )));
-            return empty();
+            return None;
         }
-        // The one copy: the mapped bytes into the field's own buffer.
-        let data: Vec<T> = bytes.chunks_exact(size).map(T::from_le).collect();
-        let stored = ArrayD::from_shape_vec(IxDyn(&e.shape), data).expect("the size was checked");
-        let laid = match &e.axes {
-            Some(axes) => stored
-                .permuted_axes(IxDyn(axes))
-                .as_standard_layout()
-                .into_owned(),
-            None => stored,
+        let Some(part) = e.part else {
+            // The one copy: the mapped bytes into the field's own buffer.
+            let data: Vec<T> = bytes.chunks_exact(size).map(T::from_le).collect();
+            let stored =
+                ArrayD::from_shape_vec(IxDyn(&e.shape), data).expect("the size was checked");
+            return Some((stored, e.source.clone()));
         };
-        laid.into_dimensionality::<D>().unwrap_or_else(|_| empty())
+        let fits = part.axis < e.shape.len() && e.shape[part.axis] % part.count == 0;
+        if !fits {
+            let message = format!(
+                "the remap splits `{}` (shape {:?}) in {} parts along axis {}, which {}",
+                e.source.as_deref().unwrap_or(name),
+                e.shape,
+                part.count,
+                part.axis,
+                if part.axis < e.shape.len() {
+                    "does not divide it"
+                } else {
+                    "it does not have"
+                }
+            );
+            self.problems.push(CheckpointProblem::Remap {
+                name: name.to_string(),
+                message,
+            });
+            return None;
+        }
+        // Only the part's bytes are copied: `outer` runs of `run` contiguous elements.
+        let mut part_shape = e.shape.clone();
+        part_shape[part.axis] /= part.count;
+        let outer: usize = e.shape[..part.axis].iter().product();
+        let inner: usize = e.shape[part.axis + 1..].iter().product();
+        let run = part_shape[part.axis] * inner;
+        let mut data = Vec::with_capacity(outer * run);
+        for o in 0..outer {
+            let first = (o * e.shape[part.axis] * inner + part.index * run) * size;
+            let chunk = &bytes[first..first + run * size];
+            data.extend(chunk.chunks_exact(size).map(T::from_le));
+        }
+        let stored = ArrayD::from_shape_vec(IxDyn(&part_shape), data).expect("the part's size");
+        Some((stored, e.source.clone()))
+    }
+
+    /// The field `name` built from the tensors `names` as the remap's [`Combine`] says (a
+    /// name may itself be a combination, `depth` deep); `None` after recording every problem
+    /// found.
+    fn combined<T: CheckpointElem>(
+        &mut self,
+        name: &str,
+        how: Combine,
+        names: &[String],
+        depth: usize,
+    ) -> Option<(ArrayD<T>, Option<String>)> {
+        let fail = |message: String| CheckpointProblem::Remap {
+            name: name.to_string(),
+            message,
+        };
+        if depth >= MAX_COMBINE_DEPTH {
+            self.problems.push(fail(format!(
+                "the remap's combinations nest more than {MAX_COMBINE_DEPTH} deep (a rule that names itself?)"
+            )));
+            return None;
+        }
+        let mut parts = Vec::with_capacity(names.len());
+        let mut missing = Vec::new();
+        for n in names {
+            if self.entries.contains_key(n.as_str()) {
+                parts.push(self.read::<T>(n).map(|(a, _)| a));
+            } else if let Some((inner, sources)) = self.remap.sources(n) {
+                parts.push(
+                    self.combined::<T>(n, inner, &sources, depth + 1)
+                        .map(|(a, _)| a),
+                );
+            } else {
+                missing.push(format!("`{n}`"));
+            }
+        }
+        let listed = names
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.is_empty() {
+            self.problems
+                .push(fail("the remap combines it from no tensor".to_string()));
+            return None;
+        }
+        if !missing.is_empty() {
+            self.problems.push(fail(format!(
+                "the remap combines it from {listed}; the file has no {}",
+                missing.join(", ")
+            )));
+            return None;
+        }
+        // A part that could not be read has its problem recorded already.
+        let parts: Vec<ArrayD<T>> = parts.into_iter().collect::<Option<_>>()?;
+        let shapes = || {
+            parts
+                .iter()
+                .map(|p| format!("{:?}", p.shape()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let views: Vec<_> = parts.iter().map(|p| p.view()).collect();
+        let result = match how {
+            Combine::Sum => {
+                if parts.iter().any(|p| p.shape() != parts[0].shape()) {
+                    None
+                } else {
+                    let mut sum = parts[0].clone();
+                    let mut overflow = false;
+                    for p in &parts[1..] {
+                        sum.zip_mut_with(p, |s, &x| match s.checked_sum(x) {
+                            Some(v) => *s = v,
+                            None => overflow = true,
+                        });
+                    }
+                    if overflow {
+                        self.problems.push(fail(format!(
+                            "the remap sums {listed}, which overflows {} (or is bool)",
+                            dtype_name::<T>()
+                        )));
+                        return None;
+                    }
+                    Some(sum)
+                }
+            }
+            Combine::Concat(axis) => ndarray::concatenate(ndarray::Axis(axis), &views).ok(),
+            Combine::Stack(axis) => ndarray::stack(ndarray::Axis(axis), &views).ok(),
+        };
+        match result {
+            Some(a) => Some((a, Some(names.join(" + ")))),
+            None => {
+                let what = match how {
+                    Combine::Sum => "summed".to_string(),
+                    Combine::Concat(axis) => format!("concatenated along axis {axis}"),
+                    Combine::Stack(axis) => format!("stacked along axis {axis}"),
+                };
+                self.problems.push(fail(format!(
+                    "the remap combines it from {listed}, of shapes {}, which cannot be {what}",
+                    shapes()
+                )));
+                None
+            }
+        }
     }
 
     /// Every problem found, with the file's tensors that no field took, as one error.
