@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
+use super::conv_plan::{self, is_deep};
 use super::gemm::{row_align, GemmElement};
 use crate::dtype::Element;
 use crate::exec::out_buf::OutBuf;
@@ -75,13 +76,13 @@ fn pad_before(
 
 /// The geometry of one convolution, resolved once.
 #[derive(Debug, Clone, Copy)]
-struct Geometry {
+pub(super) struct Geometry {
     h: usize,
     w: usize,
     cin: usize,
     kh: usize,
     kw: usize,
-    cout: usize,
+    pub(super) cout: usize,
     oh: usize,
     ow: usize,
     stride: usize,
@@ -91,7 +92,7 @@ struct Geometry {
 
 impl Geometry {
     /// Columns of the im2col matrix: one patch.
-    fn patch(&self) -> usize {
+    pub(super) fn patch(&self) -> usize {
         self.kh * self.kw * self.cin
     }
 
@@ -105,7 +106,7 @@ impl Geometry {
     }
 
     /// Whether im2col is the identity (a 1x1 kernel at stride 1 without padding).
-    fn is_pointwise(&self) -> bool {
+    pub(super) fn is_pointwise(&self) -> bool {
         self.kh == 1 && self.kw == 1 && self.stride == 1 && self.pad_top == 0 && self.pad_left == 0
     }
 }
@@ -151,6 +152,10 @@ pub enum Algorithm {
     /// im2col of each block of pixels into a scratch matrix, then the packed GEMM (for
     /// benchmarking the two against each other).
     Im2colGemm,
+    /// The plan [`Algorithm::Best`] takes for a deep kernel ([`conv_plan`]): im2col of
+    /// large blocks of pixels, then the GEMM split over output channels as well as pixels.
+    /// The same values, bit for bit, as [`Algorithm::Im2colGemm`].
+    PatchGemm,
 }
 
 /// [`conv2d_into`] with the algorithm chosen by the caller; the results agree to rounding.
@@ -228,6 +233,9 @@ pub(crate) struct Prepared {
     /// Images in the batch.
     batch: usize,
     gather: Option<Arc<GatherTables>>,
+    /// Whether the whole convolution runs on the patch GEMM's blocking ([`conv_plan`]);
+    /// its blocks compute as the im2col path's do (`gather` is `None`).
+    patch_gemm: bool,
 }
 
 impl Prepared {
@@ -259,13 +267,21 @@ impl Prepared {
             pad_top: pad_before(h, oh, kh, stride, padding),
             pad_left: pad_before(w, ow, kw, stride, padding),
         };
+        // A deep kernel runs on the patch GEMM whatever the CPU, so that the choice, and
+        // with it every output's order of summation, depends on the shape alone.
+        let patch_gemm = match algorithm {
+            Algorithm::Best => is_deep(&g, std::mem::size_of::<T>()),
+            Algorithm::Im2colGemm => false,
+            Algorithm::PatchGemm => true,
+        };
         // With a gather kernel, interior patches are read in place through a table of offsets.
-        let gather =
-            (algorithm == Algorithm::Best && T::has_gather_kernel(cout)).then(|| gather_tables(&g));
+        let gather = (algorithm == Algorithm::Best && !patch_gemm && T::has_gather_kernel(cout))
+            .then(|| gather_tables(&g));
         Prepared {
             g,
             batch: x_shape[0],
             gather,
+            patch_gemm,
         }
     }
 
@@ -294,6 +310,9 @@ impl Prepared {
         observe: &(impl Fn(usize, &[T]) + Sync),
     ) {
         self.check(x, k, out.len());
+        if self.patch_gemm {
+            return conv_plan::run_patch_gemm(&self.g, x, k, out, epilogue, observe);
+        }
         let cout = self.g.cout;
         self.with_kernel(k, |k| {
             self.for_each_block::<T, _>(out, |p0, block| {
@@ -489,7 +508,7 @@ fn reorder_kernel<T: Copy>(k: &[T], g: &Geometry, out: &mut [T]) {
 
 /// An output pixel as (image, row, column), stepped without divisions.
 #[derive(Clone, Copy)]
-struct Pixel {
+pub(super) struct Pixel {
     n: usize,
     oh: usize,
     ow: usize,
@@ -497,7 +516,7 @@ struct Pixel {
 
 impl Pixel {
     /// Pixel `p`, counted flat over N, OH, OW.
-    fn at(g: &Geometry, p: usize) -> Pixel {
+    pub(super) fn at(g: &Geometry, p: usize) -> Pixel {
         Pixel {
             n: p / (g.ow * g.oh),
             oh: (p / g.ow) % g.oh,
@@ -507,7 +526,7 @@ impl Pixel {
 
     /// The next pixel in row-major order.
     #[inline]
-    fn step(&mut self, g: &Geometry) {
+    pub(super) fn step(&mut self, g: &Geometry) {
         self.ow += 1;
         if self.ow == g.ow {
             self.ow = 0;
@@ -723,7 +742,7 @@ fn conv_block<T: GemmElement>(x: &[T], k: &[T], g: &Geometry, p0: usize, block: 
 
 /// Writes the patch of output pixel `px` into `col`, zeros where it overhangs the input.
 #[inline]
-fn im2col_pixel<T: GemmElement>(x: &[T], g: &Geometry, px: Pixel, col: &mut [T]) {
+pub(super) fn im2col_pixel<T: GemmElement>(x: &[T], g: &Geometry, px: Pixel, col: &mut [T]) {
     let Pixel {
         n: n_i,
         oh: oh_i,

@@ -7,13 +7,15 @@
 //! - [`gemm`]: the packed GEMM with its fused epilogue, per-ISA micro-kernels and conv2d's
 //!   gather kernels (the flat path `matmul` names it);
 //! - [`matmul_nd`]: NumPy-style broadcast batches over the GEMM;
-//! - [`conv`]: conv2d as im2col or gather + GEMM; [`conv_general`]: dilated and depthwise
+//! - [`conv`]: conv2d as im2col or gather + GEMM, with [`conv_plan`]'s blocking for deep
+//!   kernels (few pixels, many channels); [`conv_general`]: dilated and depthwise
 //!   convolutions; [`conv_pool`]: conv2d and the pooling that follows it in one kernel;
 //!   [`conv_backprop`]: the input and filter gradients of all of them.
 
 pub mod conv;
 pub mod conv_backprop;
 pub mod conv_general;
+pub mod conv_plan;
 pub mod conv_pool;
 pub mod gemm;
 pub mod matmul_nd;
