@@ -1,6 +1,6 @@
 //! Counting-allocator proof that `matmul_into` allocates nothing in steady state: after one
 //! warm-up call, W2's two products (`[256, 784] x [784, 512]` and `[256, 512] x [512, 10]`,
-//! f32 and f64) run inside a 2-thread rayon pool without a single heap allocation, even when
+//! f32 and f64) and W11's `[128, 768] x [768, 2304]` (split into column panels) run inside a 2-thread rayon pool without a single heap allocation, even when
 //! the warm-up call ran on one worker alone (as on a loaded machine) and the other meets its
 //! first block in steady state. The counting runs on a worker of the pool: `install` from
 //! outside would push on rayon's global queue, which allocates a block every 63 pushes.
@@ -14,8 +14,8 @@ use graph_runtime::matmul::{matmul_into, GemmElement, MatmulDims};
 /// One product: its sizes, `a`, `b` and the output.
 type Op<T> = (MatmulDims, Vec<T>, Vec<T>, Vec<T>);
 
-/// W2's products: `x @ w1` and `h @ w2`.
-const W2_SHAPES: [(usize, usize, usize); 2] = [(256, 784, 512), (256, 512, 10)];
+/// W2's products, `x @ w1` and `h @ w2`, and W11's query, key and value projection.
+const SHAPES: [(usize, usize, usize); 3] = [(256, 784, 512), (256, 512, 10), (128, 768, 2304)];
 
 fn values<T: GemmElement>(len: usize, seed: usize) -> Vec<T> {
     (0..len)
@@ -31,7 +31,7 @@ fn check_steady_state<T: GemmElement>() {
         .num_threads(2)
         .build()
         .unwrap();
-    let mut ops: Vec<Op<T>> = W2_SHAPES
+    let mut ops: Vec<Op<T>> = SHAPES
         .iter()
         .map(|&(m, k, n)| {
             let a = values::<T>(m * k, 1);
@@ -66,7 +66,7 @@ fn check_steady_state<T: GemmElement>() {
         assert!(op.3 == *r, "results changed between runs");
     }
     let name = std::any::type_name::<T>();
-    eprintln!("{name}: {rounds} rounds of W2's products: {allocs} allocations, {bytes} bytes, {big} of >= {BIG} bytes");
+    eprintln!("{name}: {rounds} rounds of W2's and W11's products: {allocs} allocations, {bytes} bytes, {big} of >= {BIG} bytes");
     assert_eq!(
         (allocs, bytes),
         (0, 0),

@@ -149,6 +149,51 @@ unsafe fn tile<const W: usize, A: ASrc<f32>>(
     }
 }
 
+/// Rows of `b` that [`pack_b`] asks the memory for ahead of the row it copies: each row of a
+/// slice lies on pages of its own, where the hardware's prefetchers start cold, so a slice
+/// read from DRAM (a model's weights, read once a call) waited on every row.
+const PACK_AHEAD: usize = 4;
+
+/// Asks for the `nb` elements at `row` to be brought into L2 (a hint: it never faults and
+/// changes no value).
+///
+/// # Safety
+/// `row` valid for `nb > 0` elements.
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+#[inline]
+unsafe fn prefetch_row(row: *const f32, nb: usize) {
+    let mut j = 0;
+    while j < nb {
+        // SAFETY: j < nb: inside the row.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(row.add(j).cast::<i8>()) };
+        j += L;
+    }
+    // The row's last line, when the row does not start on a line.
+    // SAFETY: nb - 1 is inside the row.
+    unsafe { _mm_prefetch::<_MM_HINT_T1>(row.add(nb - 1).cast::<i8>()) };
+}
+
+/// The slice of a raw `b` that follows the slice at (`pc`, `jc`) in the driver's loops
+/// (the next slice of the shared dimension, else the first of the next column block), as
+/// (first row, rows, first column, columns); `None` after the last.
+#[inline]
+fn next_slice(
+    pc: usize,
+    jc: usize,
+    kc_max: usize,
+    k: usize,
+    n: usize,
+) -> Option<(usize, usize, usize, usize)> {
+    let (pc, jc) = if pc + kc_max < k {
+        (pc + kc_max, jc)
+    } else if jc + NB < n {
+        (0, jc + NB)
+    } else {
+        return None;
+    };
+    Some((pc, kc_max.min(k - pc), jc, NB.min(n - jc)))
+}
+
 /// Packs the `kc x nb` slice at `b` (row stride `ldb`) into micro-panels `ps` wide
 /// (`ps` a multiple of 16; panel `q` at `q * kc * ps`, row `p` of it at `+ p * ps`),
 /// zero padded, as [`super::pack::pack_b`] does, row by row of `b` with 512-bit moves.
@@ -163,6 +208,10 @@ pub unsafe fn pack_b(kc: usize, nb: usize, ps: usize, b: *const f32, ldb: usize,
     assert!(ps.is_multiple_of(L) && dst.len() >= kc * panels * ps);
     let d = dst.as_mut_ptr();
     for p in 0..kc {
+        if p + PACK_AHEAD < kc {
+            // SAFETY: row p + PACK_AHEAD < kc of `b` holds nb elements.
+            unsafe { prefetch_row(b.add((p + PACK_AHEAD) * ldb), nb) };
+        }
         // SAFETY: row p < kc of `b` holds nb elements (the caller's contract).
         let src = unsafe { b.add(p * ldb) };
         for q in 0..panels {
@@ -228,9 +277,29 @@ pub unsafe fn driver(
                 // pre-packed `b` was cut by `slice_kc` as here, in panels of `ps` (a
                 // multiple of 64 at column j0 + jc).
                 let b_slice = unsafe { b.slice(pc, kc, jc, nb, ps, bp, pack) };
+                // While the tiles run on this slice, the next one of a raw `b` comes into
+                // L2, a share of its rows before each tile: the packing then copies it from
+                // there instead of waiting on DRAM (weights read once a call).
+                let ahead = match b {
+                    BSrc::Raw(src, ldb) => {
+                        next_slice(pc, jc, kc_max, k, n).map(|(p, rows, j, w)| {
+                            // SAFETY: the next slice's rows and columns are inside `b`.
+                            (unsafe { src.add(p * ldb + j) }, ldb, rows, w)
+                        })
+                    }
+                    _ => None,
+                };
+                let tiles = m.div_ceil(MR);
                 // LOOP 3: tiles of 6 rows; their rows of `a` stay in L1.
                 for ir in (0..m).step_by(MR) {
                     let mr = MR.min(m - ir);
+                    if let Some((next, ldb, rows, w)) = ahead {
+                        let t = ir / MR;
+                        for p in t * rows / tiles..(t + 1) * rows / tiles {
+                            // SAFETY: row p < rows of the next slice holds w elements.
+                            unsafe { prefetch_row(next.add(p * ldb), w) };
+                        }
+                    }
                     // `a` read in place; a short tile repeats its last row (never stored).
                     // SAFETY: 1 <= mr; rows ir..ir+mr, columns pc..pc+kc of `a` are in bounds.
                     let rows = Rows::<f32, MR>(unsafe { row_ptrs(a.add(ir * lda + pc), lda, mr) });

@@ -48,7 +48,7 @@ pub use element::{GemmElement, PrepackedB, Scratch};
 pub use parallel::{matmul_into, no_epilogue};
 pub use plan::{
     block_plan, col_align, gemm_row_align, row_align, BlockPlan, MatmulDims, BLOCK_ELEMENTS,
-    DEEP_K, LARGE_B_MIN_ROWS, MIN_BLOCK_MACS, MIN_BLOCK_ROWS, MIN_PANEL_COLS, PREPACK_MAX_BYTES,
-    SEQUENTIAL_MACS,
+    COLUMN_SPLIT_BELOW_ROWS, DEEP_K, LARGE_B_MIN_ROWS, MIN_BLOCK_MACS, MIN_BLOCK_ROWS,
+    MIN_PANEL_COLS, PREPACK_MAX_BYTES, SEQUENTIAL_MACS,
 };
 pub use scratch::ScratchPool;

@@ -172,9 +172,35 @@ fn parallel_blocks<'a, T: GemmElement, E>(
                         plan.cols,
                     );
                     // The block is still in cache: fuse the tail now.
-                    epilogue(bi, r0, out_blk);
+                    if plan.cols >= n {
+                        epilogue(bi, r0, out_blk);
+                    } else {
+                        // Its column panels ran in parallel: so does the tail, on rows.
+                        parallel_epilogue(bi, r0, out_blk, n, epilogue);
+                    }
                 });
         });
+}
+
+/// `epilogue(bi, r0 + i, rows)` on the block `out_blk` (`n` columns, first row `r0`) cut
+/// into one run of whole rows a thread, in parallel: a block split into column panels is
+/// shared by every thread, and a GELU or a bias on its 128 x 3072 outputs would otherwise
+/// run on one of them while the others wait.
+fn parallel_epilogue<T: Send, E>(bi: usize, r0: usize, out_blk: &mut [T], n: usize, epilogue: &E)
+where
+    E: Fn(usize, usize, &mut [T]) + Sync,
+{
+    let r = out_blk.len() / n;
+    let threads = rayon::current_num_threads().max(1);
+    let rows = r.div_ceil(threads).max(1);
+    if rows >= r {
+        epilogue(bi, r0, out_blk);
+        return;
+    }
+    out_blk
+        .par_chunks_mut(rows * n)
+        .enumerate()
+        .for_each(|(i, chunk)| epilogue(bi, r0 + i * rows, chunk));
 }
 
 /// Elements an operand must hold: its last batch's offset plus one matrix.

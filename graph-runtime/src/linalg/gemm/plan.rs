@@ -138,10 +138,46 @@ pub struct BlockPlan {
     pub cols: usize,
 }
 
+/// Row blocks shorter than this (with a large, deep `b`) are not made: the product is cut
+/// into column panels instead (see [`column_split`]). GPT-2's 128 tokens on two threads
+/// (64 rows each) are; W2's 256-row batch (128 each, `b` 1.6 MiB) is left to row blocks,
+/// whose `b` stays in cache from call to call.
+pub const COLUMN_SPLIT_BELOW_ROWS: usize = 128;
+
+/// The plan for a short product with a large, deep `b` on several threads: one block of all
+/// `m` rows cut into one column panel a thread, so that each thread packs only its own
+/// columns of `b` and every packed slice serves all the rows. Row blocks would each pack
+/// all of `b` for few rows: GPT-2's projections (`m` = 128 tokens, `b` 768 x 2304 and
+/// larger, read from DRAM as a model's weights are) packed their 7 MiB weights twice a
+/// call, once a thread, for 64 rows each. `None` when the row blocks would be at least
+/// [`COLUMN_SPLIT_BELOW_ROWS`] tall, `b` is small enough to pre-pack or shallow, or there
+/// are too few columns for a panel a thread.
+fn column_split<T: 'static>(
+    m: usize,
+    k: usize,
+    n: usize,
+    batch: usize,
+    threads: usize,
+) -> Option<BlockPlan> {
+    let col_align = col_align();
+    let short = m.div_ceil(threads) < COLUMN_SPLIT_BELOW_ROWS;
+    let wide = n / threads >= col_align.max(MIN_PANEL_COLS);
+    if threads < 2 || batch > 1 || prepackable::<T>(k, n) || k < DEEP_K || !short || !wide {
+        return None;
+    }
+    Some(BlockPlan {
+        rows: m.max(1),
+        cols: n.div_ceil(threads).div_ceil(col_align) * col_align,
+    })
+}
+
 /// Plans the blocks of a product of `batch` matrices `[m, k] x [k, n]` of `T`, whose rows
 /// are aligned to the micro-kernel that will run ([`gemm_row_align`]).
 pub fn block_plan<T: 'static>(m: usize, k: usize, n: usize, batch: usize) -> BlockPlan {
     let threads = rayon::current_num_threads().max(1);
+    if let Some(plan) = column_split::<T>(m, k, n, batch, threads) {
+        return plan;
+    }
     let per_row = k.max(1).saturating_mul(n.max(1));
     // Blocks only as many as keep each one's output in cache for the epilogue (each extra
     // block streams `b` from L3 once more), and with several threads at least one a thread.
