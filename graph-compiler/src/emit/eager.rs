@@ -7,6 +7,7 @@ use crate::ir::*;
 use proc_macro2::{Ident, TokenStream, TokenTree};
 use std::collections::HashSet;
 
+mod outline;
 mod selection;
 
 fn e(id: NodeId) -> Ident {
@@ -27,7 +28,9 @@ const CHUNK_STATEMENTS: usize = 128;
 pub fn body(graph: &Graph, params: &[Param]) -> TokenStream {
     let new_values: Vec<NodeId> = graph.writebacks.iter().map(|&(_, w)| w).collect();
     let live_after: Vec<NodeId> = graph.outputs.iter().chain(&new_values).copied().collect();
-    let mut out = region(graph, params, Region::Main, &live_after);
+    let mut main = region(graph, params, Region::Main);
+    let mut out = outline::outline(graph, params, &mut main);
+    out.extend(render(graph, params, main, &live_after));
     let mut results = Vec::new();
     for (k, &o) in graph.outputs.iter().enumerate() {
         let rank = graph.node(o).shape.len();
@@ -79,15 +82,36 @@ fn writebacks(graph: &Graph, params: &[Param]) -> TokenStream {
     quote!(#copies #writes)
 }
 
-/// One statement of a region: its code and the values it binds.
+/// One statement of a region before it is rendered: its code and the values it binds.
 struct Statement {
+    code: Code,
+    binds: Vec<NodeId>,
+}
+
+/// The code of a [`Statement`].
+enum Code {
+    /// Final tokens; `node` is the node they compute (`None` for a call of an outlined
+    /// function, which [`outline`] made).
+    Plain {
+        tokens: TokenStream,
+        node: Option<NodeId>,
+    },
+    /// A cond, its arms' statements not yet rendered (so that [`outline`] sees them).
+    Cond {
+        cond: CondId,
+        then_arm: Vec<Statement>,
+        else_arm: Vec<Statement>,
+    },
+}
+
+/// A rendered statement: its tokens and the values it binds.
+struct Rendered {
     code: TokenStream,
     binds: Vec<NodeId>,
 }
 
-/// The code of region `r`; `live_after` are the values read after it (the function's
-/// outputs, or an arm's).
-fn region(graph: &Graph, params: &[Param], r: Region, live_after: &[NodeId]) -> TokenStream {
+/// The statements of region `r` in program order, its conds' arms included.
+fn region(graph: &Graph, params: &[Param], r: Region) -> Vec<Statement> {
     let mut out: Vec<Statement> = Vec::new();
     let mut done_conds = Vec::new();
     // Conds without results (they only check) have no `CondOut` node to start them.
@@ -121,32 +145,65 @@ fn region(graph: &Graph, params: &[Param], r: Region, live_after: &[NodeId]) -> 
             _ => vec![id],
         };
         out.push(Statement {
-            code: node_code(graph, params, id),
+            code: Code::Plain {
+                tokens: node_code(graph, params, id),
+                node: Some(id),
+            },
             binds,
         });
     }
     for (_, c) in checks_only {
         out.push(cond_statement(graph, params, c));
     }
-    chunked(out, live_after)
+    out
 }
 
 fn cond_statement(graph: &Graph, params: &[Param], c: CondId) -> Statement {
+    let (then_r, else_r) = Region::arms(c);
     Statement {
-        code: cond_code(graph, params, c),
+        code: Code::Cond {
+            cond: c,
+            then_arm: region(graph, params, then_r),
+            else_arm: region(graph, params, else_r),
+        },
         binds: graph.conds[c.0].results.clone(),
     }
+}
+
+/// The code of `statements`; `live_after` are the values read after them (the function's
+/// outputs, or an arm's).
+fn render(
+    graph: &Graph,
+    params: &[Param],
+    statements: Vec<Statement>,
+    live_after: &[NodeId],
+) -> TokenStream {
+    let rendered = statements
+        .into_iter()
+        .map(|s| Rendered {
+            code: match s.code {
+                Code::Plain { tokens, .. } => tokens,
+                Code::Cond {
+                    cond,
+                    then_arm,
+                    else_arm,
+                } => cond_code(graph, params, cond, then_arm, else_arm),
+            },
+            binds: s.binds,
+        })
+        .collect();
+    chunked(rendered, live_after)
 }
 
 /// The statements in order, in closures of [`CHUNK_STATEMENTS`] when there are more: each
 /// `let (e5, e9,) = (|| -> Result<_, Error> { ..; Ok((e5, e9,)) })()?;` returns the values
 /// it binds that a later statement or `live_after` reads, and borrows what it reads from
 /// the chunks before it.
-fn chunked(statements: Vec<Statement>, live_after: &[NodeId]) -> TokenStream {
+fn chunked(statements: Vec<Rendered>, live_after: &[NodeId]) -> TokenStream {
     if statements.len() <= CHUNK_STATEMENTS {
         return statements.into_iter().map(|s| s.code).collect();
     }
-    let mut chunks: Vec<Vec<Statement>> = Vec::new();
+    let mut chunks: Vec<Vec<Rendered>> = Vec::new();
     let mut rest = statements.into_iter().peekable();
     while rest.peek().is_some() {
         chunks.push(rest.by_ref().take(CHUNK_STATEMENTS).collect());
@@ -398,7 +455,13 @@ fn node_code(graph: &Graph, params: &[Param], id: NodeId) -> TokenStream {
     quote!(let #vid = #value;)
 }
 
-fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
+fn cond_code(
+    graph: &Graph,
+    params: &[Param],
+    cid: CondId,
+    then_arm: Vec<Statement>,
+    else_arm: Vec<Statement>,
+) -> TokenStream {
     let c = &graph.conds[cid.0];
     let pred = match &c.predicate {
         Predicate::Tensor(p) => {
@@ -433,8 +496,8 @@ fn cond_code(graph: &Graph, params: &[Param], cid: CondId) -> TokenStream {
             .collect()
     };
     let (then_r, else_r) = Region::arms(cid);
-    let then_body = region(graph, params, then_r, &c.then_outputs);
-    let else_body = region(graph, params, else_r, &c.else_outputs);
+    let then_body = render(graph, params, then_arm, &c.then_outputs);
+    let else_body = render(graph, params, else_arm, &c.else_outputs);
     let then_vals = vals(&c.then_outputs, then_r);
     let else_vals = vals(&c.else_outputs, else_r);
     let names: Vec<Ident> = c.results.iter().map(|&r| e(r)).collect();
