@@ -151,6 +151,13 @@ impl Geometry {
             .filter(|&c| c < self.w)
     }
 
+    /// Output rows the input gradient multiplies by `kᵀ` in one product, at most: as many as
+    /// fit twice conv2d's im2col block.
+    fn out_rows_per_product<T>(&self) -> usize {
+        let per_out_row = self.ow * self.patch() * std::mem::size_of::<T>();
+        (2 * IM2COL_BLOCK_BYTES / per_out_row.max(1)).max(1)
+    }
+
     /// The output rows whose windows reach input rows `r0..r1`.
     fn out_rows_reaching(&self, r0: usize, r1: usize) -> std::ops::Range<usize> {
         let reach = (self.kh - 1) * self.dh;
@@ -249,6 +256,14 @@ pub fn conv2d_backprop_input_into<T: GemmElement>(
     if g.depthwise || patch == 0 || m == 0 {
         return run(None);
     }
+    // Every thread's scratch and GEMM packing buffers, whichever blocks it gets, before the
+    // blocks run (see `ScratchPool`): a steady-state call then allocates nothing.
+    let threads = rayon::current_num_threads().max(1);
+    T::reserve_scratch(
+        threads,
+        g.out_rows_per_product::<T>().min(g.oh) * g.ow * patch,
+    );
+    T::reserve_gemm(threads);
     // The GEMM's right operand `kᵀ` (`[M, patch]`) packed once for every block, rather than
     // packed from `k` read transposed by each block's product: the same products, the same
     // bits (a product's chains do not depend on how its right operand was packed).
@@ -282,11 +297,9 @@ fn input_rows<T: GemmElement>(
         return;
     }
     let reach = g.out_rows_reaching(r0, r1);
-    let per_out_row = g.ow * patch;
-    // Output rows per product: as many as fit twice conv2d's im2col block, in equal runs
-    // (11 rows are one product of 11, not 10 and 1); the order of the additions onto `dx`
-    // is the output pixels' whatever the runs.
-    let most = (2 * IM2COL_BLOCK_BYTES / (per_out_row * std::mem::size_of::<T>()).max(1)).max(1);
+    // Output rows per product, in equal runs (11 rows are one product of 11, not 10 and 1);
+    // the order of the additions onto `dx` is the output pixels' whatever the runs.
+    let most = g.out_rows_per_product::<T>();
     let runs = reach.len().div_ceil(most).max(1);
     let step = reach.len().div_ceil(runs).max(1);
     let mut o0 = reach.start;
@@ -478,26 +491,51 @@ pub fn conv2d_backprop_filter_into<T: GemmElement>(
     };
     let red = Reduction::new(pixels, chunk, g.macs_per_pixel());
     let len = dk.len();
-    // A partial per group: `[M, KH*KW*C]` (the GEMM's output, kernel transposed) for a plain
-    // convolution, the kernel's own layout for a depthwise one.
-    let mut partials = vec![T::ZERO; red.groups * len];
-    let run = |(gi, part): (usize, &mut [T])| {
-        for (ci, (p0, p1)) in red.chunks_of(gi).enumerate() {
-            if g.depthwise {
-                depthwise_filter_chunk(x, dy, &g, p0, p1, part);
-            } else {
-                filter_chunk(x, dy, &g, p0, p1, ci == 0, part);
-            }
-        }
-    };
-    if red.groups > 1 && pixels.saturating_mul(g.macs_per_pixel()) >= PARALLEL_CUTOFF {
-        partials.par_chunks_mut(len).enumerate().for_each(run);
-    } else {
-        partials.chunks_mut(len).enumerate().for_each(run);
+    let parallel = red.groups > 1 && pixels.saturating_mul(g.macs_per_pixel()) >= PARALLEL_CUTOFF;
+    if parallel && !g.depthwise {
+        // Every thread's scratch (a chunk's im2col rows, its `dy` rows transposed and a
+        // product, or the direct loop's rows padded to whole tiles) and GEMM packing
+        // buffers, whichever groups it gets, before the groups run (see `ScratchPool`).
+        let (patch, m) = (g.patch(), g.m);
+        let gemm_need = chunk * patch + m * chunk + m * patch;
+        let direct_need = chunk * (patch + direct::DIRECT_PATCH);
+        let threads = rayon::current_num_threads().max(1);
+        T::reserve_scratch(threads, gemm_need.max(direct_need));
+        T::reserve_gemm(threads);
     }
-    // The partials summed in group order (and transposed back for a plain convolution).
+    // A partial per group: `[M, KH*KW*C]` (the GEMM's output, kernel transposed) for a plain
+    // convolution, the kernel's own layout for a depthwise one; borrowed from the pool of
+    // kernel-sized scratch, so that a steady-state call allocates nothing.
+    T::with_kernel_scratch(red.groups * len, |partials| {
+        let run = |(gi, part): (usize, &mut [T])| {
+            if g.depthwise {
+                // The depthwise chunks add onto their partial; a plain one's first chunk
+                // writes it.
+                part.fill(T::ZERO);
+            }
+            for (ci, (p0, p1)) in red.chunks_of(gi).enumerate() {
+                if g.depthwise {
+                    depthwise_filter_chunk(x, dy, &g, p0, p1, part);
+                } else {
+                    filter_chunk(x, dy, &g, p0, p1, ci == 0, part);
+                }
+            }
+        };
+        if parallel {
+            partials.par_chunks_mut(len).enumerate().for_each(run);
+        } else {
+            partials.chunks_mut(len).enumerate().for_each(run);
+        }
+        sum_partials(partials, &g, red.groups, dk);
+    });
+}
+
+/// `dk` from the filter gradient's partial kernels (`groups` of `dk.len()` each), summed in
+/// group order (and transposed back for a plain convolution).
+fn sum_partials<T: GemmElement>(partials: &[T], g: &Geometry, groups: usize, dk: &mut [T]) {
+    let len = dk.len();
     let (patch, m) = (g.patch(), g.m);
-    for_each_chunk(dk, m, m * red.groups, |first, rows| {
+    for_each_chunk(dk, m, m * groups, |first, rows| {
         for (r, row) in rows.chunks_exact_mut(m).enumerate() {
             let q = first + r;
             for (o, d) in row.iter_mut().enumerate() {
@@ -507,7 +545,7 @@ pub fn conv2d_backprop_filter_into<T: GemmElement>(
                     o * patch + q
                 };
                 let mut acc = partials[at];
-                for gi in 1..red.groups {
+                for gi in 1..groups {
                     acc = acc.add(partials[gi * len + at]);
                 }
                 *d = acc;
