@@ -188,6 +188,8 @@ impl Lowerer<'_> {
             Kind::Axes | Kind::Window | Kind::Count => list || self.literal_int(e).is_some(),
             Kind::Bool => self.host_literal_bool(e).is_some(),
             Kind::Padding => padding_of(e).is_some(),
+            // An explicit `[[top, bottom], [left, right]]` is checked by the op's lowering.
+            Kind::PaddingOrPads => padding_of(e).is_some() || list,
             Kind::ResizeMethod => resize_method_of(e).is_some(),
             Kind::Message => matches!(
                 e,

@@ -5,7 +5,10 @@
 //! `resize(x, [h, w], method)`,
 //! with TensorFlow's argument forms:
 //! a window, stride or dilation is an integer (`2`), a list `[rows, columns]`, or TF's
-//! 4-list `[1, rows, columns, 1]`.
+//! 4-list `[1, rows, columns, 1]`; a padding is `SAME`, `VALID` or, for `conv2d`,
+//! `depthwise_conv2d` and `max_pool2d`, TF's explicit `[[top, bottom], [left, right]]`
+//! (or its NHWC form with zero pairs on the batch and channels), lowered to a `pad` (of
+//! zeros, or of the lowest value for `max_pool2d`) then the `VALID` op.
 
 use super::args::resize_method_of;
 use super::{padding_of, Call, Lowerer};
@@ -20,8 +23,31 @@ impl Lowerer<'_> {
         let x = self.operand(args[0]);
         let ksize = self.window_pair(name, "window size", args[1]);
         let strides = self.window_pair(name, "stride", args[2]);
-        // The row's kind check accepted only `SAME` or `VALID`.
-        let padding = padding_of(args[3]);
+        let (x, padding) = match self.padding_arg(name, args[3]) {
+            Some(PaddingArg::Mode(p)) => (x, Some(p)),
+            Some(PaddingArg::Explicit(pads)) if kind == PoolKind::Max => {
+                // Padding never wins a window: it is the lowest value of the dtype.
+                let dt = self.graph.node(x).dtype;
+                let lowest = match dt {
+                    DType::F32 | DType::F64 => f64::NEG_INFINITY,
+                    DType::I32 => f64::from(i32::MIN),
+                    DType::I64 => i64::MIN as f64,
+                    DType::Bool => 0.0,
+                };
+                (
+                    self.pad_spatial(x, pads, lowest, args[3]),
+                    Some(Padding::Valid),
+                )
+            }
+            Some(PaddingArg::Explicit(_)) => {
+                self.diag.error(
+                    args[3].span(),
+                    format!("`{name}` takes `SAME` or `VALID`: TensorFlow's explicit padding is for `conv2d`, `depthwise_conv2d` and `max_pool2d` (for PyTorch's `count_include_pad`, `pad` then `VALID`)"),
+                );
+                (x, None)
+            }
+            None => (x, None),
+        };
         let (Some(ksize), Some(strides), Some(padding)) = (ksize, strides, padding) else {
             return self.poisoned(span);
         };
@@ -50,8 +76,14 @@ impl Lowerer<'_> {
                 None
             }
         };
-        // The row's kind check accepted only `SAME` or `VALID`.
-        let padding = padding_of(args[3]);
+        let (x, padding) = match self.padding_arg(name, args[3]) {
+            Some(PaddingArg::Mode(p)) => (x, Some(p)),
+            Some(PaddingArg::Explicit(pads)) => (
+                self.pad_spatial(x, pads, 0.0, args[3]),
+                Some(Padding::Valid),
+            ),
+            None => (x, None),
+        };
         let dilation = match args.get(4) {
             Some(e) => self.window_pair(name, "dilation", e),
             None => Some([1, 1]),
@@ -96,8 +128,17 @@ impl Lowerer<'_> {
         let (x, k) = (self.operand(args[0]), self.operand(args[1]));
         let dims = self.dim_list(args[2], false);
         let strides = self.window_pair(name, "stride", args[3]);
-        // The row's kind check accepted only `SAME` or `VALID`.
-        let padding = padding_of(args[4]);
+        let padding = match self.padding_arg(name, args[4]) {
+            Some(PaddingArg::Mode(p)) => Some(p),
+            Some(PaddingArg::Explicit(_)) => {
+                self.diag.error(
+                    args[4].span(),
+                    format!("`{name}` takes `SAME` or `VALID` (as TensorFlow's): explicit padding is for `conv2d`, `depthwise_conv2d` and `max_pool2d`"),
+                );
+                None
+            }
+            None => None,
+        };
         let (Some(dims), Some(strides), Some(padding)) = (dims, strides, padding) else {
             return self.poisoned(span);
         };
@@ -187,7 +228,105 @@ impl Lowerer<'_> {
     }
 }
 
+/// A padding argument: TF's mode, or explicit `(before, after)` rows and columns.
+pub(super) enum PaddingArg {
+    Mode(Padding),
+    Explicit([(u64, u64); 2]),
+}
+
 impl Lowerer<'_> {
+    /// `SAME`, `VALID`, or TF's explicit padding: `[[top, bottom], [left, right]]` or
+    /// `[[0, 0], [top, bottom], [left, right], [0, 0]]` (NHWC), of non-negative integer
+    /// literals. Reports the error at the argument.
+    pub(super) fn padding_arg(&mut self, op: &str, e: &Expr) -> Option<PaddingArg> {
+        if let Some(p) = padding_of(e) {
+            return Some(PaddingArg::Mode(p));
+        }
+        let form = "`SAME`, `VALID` or TensorFlow's explicit `[[top, bottom], [left, right]]` (or `[[0, 0], [top, bottom], [left, right], [0, 0]]`) of non-negative integer literals";
+        let bad = |lw: &mut Self, at: &Expr, why: String| {
+            lw.diag
+                .error(at.span(), format!("`{op}` padding must be {why}"));
+            None
+        };
+        let Expr::Array(rows) = super::unwrapped(e) else {
+            return bad(self, e, form.to_string());
+        };
+        let mut pairs = Vec::new();
+        for row in &rows.elems {
+            let Expr::Array(pair) = super::unwrapped(row) else {
+                return bad(self, row, form.to_string());
+            };
+            let mut vals = Vec::new();
+            for el in &pair.elems {
+                if let Some(msg) = self.int_out_of_range(el, "this padding") {
+                    self.diag.error(el.span(), msg);
+                    return None;
+                }
+                match self.literal_int(el) {
+                    Some(v) if v >= 0 => vals.push(v as u64),
+                    _ => return bad(self, el, form.to_string()),
+                }
+            }
+            match vals.as_slice() {
+                [b, a] => pairs.push((*b, *a)),
+                _ => return bad(self, row, form.to_string()),
+            }
+        }
+        match pairs.as_slice() {
+            [h, w] => Some(PaddingArg::Explicit([*h, *w])),
+            [(0, 0), h, w, (0, 0)] => Some(PaddingArg::Explicit([*h, *w])),
+            [_, _, _, _] => bad(
+                self,
+                e,
+                "zero on the batch and channel axes in the 4-pair form (NHWC: only rows and columns are padded)".to_string(),
+            ),
+            _ => bad(self, e, form.to_string()),
+        }
+    }
+
+    /// `x` (NHWC) padded by `pads` on its rows and columns with `fill`: the explicit padding of
+    /// a convolution or max pooling. Reports an error at `arg` (and gives a poisoned node) when
+    /// a padded axis is symbolic; leaves `x` as it is when it is not rank 4, for the op's own
+    /// check to report.
+    fn pad_spatial(&mut self, x: NodeId, pads: [(u64, u64); 2], fill: f64, arg: &Expr) -> NodeId {
+        let n = self.graph.node(x).clone();
+        if n.poisoned || n.shape.len() != 4 || pads.iter().all(|&(b, a)| b == 0 && a == 0) {
+            return x;
+        }
+        let mut shape = n.shape.clone();
+        for (axis, &(b, a)) in [1, 2].iter().zip(&pads) {
+            let Dim::Const(size) = shape[*axis] else {
+                let msg = format!(
+                    "explicit padding needs a static {} count: the input is {} (use `SAME` or `VALID` with a symbolic size)",
+                    if *axis == 1 { "row" } else { "column" },
+                    type_str(n.dtype, &n.shape)
+                );
+                self.diag.error(arg.span(), msg);
+                return self.poisoned(arg.span());
+            };
+            match size.checked_add(b).and_then(|t| t.checked_add(a)) {
+                Some(t) => shape[*axis] = Dim::Const(t),
+                None => {
+                    self.diag.error(
+                        arg.span(),
+                        format!("padding {size} by {b} and {a} overflows"),
+                    );
+                    return self.poisoned(arg.span());
+                }
+            }
+        }
+        let span = arg.span();
+        let value = self.constant(fill, n.dtype, span);
+        let paddings = vec![(0, 0), pads[0], pads[1], (0, 0)];
+        self.sel(
+            crate::ir::SelOp::Pad { paddings },
+            vec![x, value],
+            n.dtype,
+            shape,
+            span,
+        )
+    }
+
     /// `bias_add(x, b)`.
     pub(super) fn lower_bias_add(&mut self, call: &Call) -> NodeId {
         let (x, b) = (self.operand(call.args[0]), self.operand(call.args[1]));

@@ -153,6 +153,8 @@ pub enum Kind {
     Bool,
     /// `SAME` or `VALID`.
     Padding,
+    /// `SAME`, `VALID`, or TF's explicit padding (`conv2d`, `depthwise_conv2d`, `max_pool2d`).
+    PaddingOrPads,
     /// `NEAREST` or `BILINEAR` (`resize`).
     ResizeMethod,
     /// A string literal.
@@ -182,6 +184,9 @@ impl Kind {
             Kind::Number => "a number",
             Kind::Bool => "the literal `true` or `false`",
             Kind::Padding => "`SAME` or `VALID`",
+            Kind::PaddingOrPads => {
+                "`SAME`, `VALID` or TF's explicit `[[top, bottom], [left, right]]`"
+            }
             Kind::ResizeMethod => "`NEAREST` or `BILINEAR` (TF's `ResizeMethod`s without antialiasing; the others are not supported)",
             Kind::Message => "a string literal",
             Kind::Wrt => "a tensor or a tuple of tensors `(a, b, ...)`",

@@ -42,10 +42,17 @@ const CONV: &[ArgSpec] = &[
     req("x", Kind::Tensor).note("an NHWC input"),
     req("k", Kind::Tensor).note("the kernel"),
     req("stride", Kind::Int).note("a positive integer literal"),
-    req("padding", Kind::Padding),
+    req("padding", Kind::PaddingOrPads),
     opt("dilations", Kind::Window),
 ];
-/// The pooling ops.
+/// `max_pool2d`, which takes explicit padding too.
+const MAX_POOL: &[ArgSpec] = &[
+    req("x", Kind::Tensor).note("an NHWC input"),
+    req("ksize", Kind::Window),
+    req("strides", Kind::Window),
+    req("padding", Kind::PaddingOrPads),
+];
+/// `avg_pool2d`.
 const POOL: &[ArgSpec] = &[
     req("x", Kind::Tensor).note("an NHWC input"),
     req("ksize", Kind::Window),
@@ -657,7 +664,7 @@ pub const OPS: &[OpRow] = &[
         eager: Eager::Custom("conv2d"),
         dtypes: NUMBER,
         shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, F] (HWIO) -> [N, H', W', F]; a dilation d spans (KH - 1) * d + 1 rows",
-        doc: "2-D convolution with TensorFlow's padding rule; `dilations` is `d`, `[dh, dw]` or `[1, dh, dw, 1]`.",
+        doc: "2-D convolution with TensorFlow's padding rule; `padding` is `SAME`, `VALID` or TF's explicit `[[top, bottom], [left, right]]` (also `[[0, 0], [t, b], [l, r], [0, 0]]`: PyTorch's `padding=1` is `[[1, 1], [1, 1]]`; static H and W), a zero `pad` then `VALID`; `dilations` is `d`, `[dh, dw]` or `[1, dh, dw, 1]`.",
         tf: "tf.nn.conv2d",
         grad: "`x`: TF's `Conv2DBackpropInput` of `g` and `k` (`g · kᵀ` on the GEMM, scattered back); `k`: `Conv2DBackpropFilter` of `x` and `g` (`im2col(x)ᵀ · g`); any stride, padding and dilation",
         example: "let y = relu(conv2d(x, k, 1, SAME) + b);",
@@ -708,7 +715,7 @@ pub const OPS: &[OpRow] = &[
         eager: Eager::Custom("depthwise_conv2d"),
         dtypes: FLOAT,
         shape: "x [N, H, W, C] (NHWC), k [KH, KW, C, M] -> [N, H', W', C*M] (channel c*M + m)",
-        doc: "Each input channel convolved with its own M filters, TensorFlow's padding rule.",
+        doc: "Each input channel convolved with its own M filters, TensorFlow's padding rule (`SAME`, `VALID` or explicit, as `conv2d`).",
         tf: "tf.nn.depthwise_conv2d",
         grad: "`x`: TF's `DepthwiseConv2dNativeBackpropInput` of `g` and `k`; `k`: `DepthwiseConv2dNativeBackpropFilter` of `x` and `g`; any stride, padding and dilation",
         example: "let y = relu(depthwise_conv2d(x, k, 1, SAME) + b);",
@@ -716,14 +723,14 @@ pub const OPS: &[OpRow] = &[
     OpRow {
         name: "max_pool2d",
         family: Family::Nn,
-        args: POOL,
+        args: MAX_POOL,
         type_param: TypeParam::None,
         alias: None,
         lowering: Lowering::Pool(PoolKind::Max),
         eager: Eager::Custom("max_pool2d"),
         dtypes: NUMBER,
         shape: "x [N, H, W, C] (NHWC) -> [N, H', W', C]; SAME: ceil(H / stride), VALID: (H - k) / stride + 1",
-        doc: "The maximum of each window (padding never wins; NaN propagates); `ksize`/`strides` are `k`, `[kh, kw]` or `[1, kh, kw, 1]`.",
+        doc: "The maximum of each window (padding never wins; NaN propagates); `ksize`/`strides` are `k`, `[kh, kw]` or `[1, kh, kw, 1]`; `padding` is `SAME`, `VALID` or explicit as `conv2d`'s (PyTorch's `MaxPool2d(3, 2, padding=1)` is `max_pool2d(x, 3, 2, [[1, 1], [1, 1]])`; the padding is the dtype's lowest value).",
         tf: "tf.nn.max_pool2d",
         grad: "each window's `g` to its first maximum in row-major order (TF's `MaxPoolGrad` and its rule for ties; a NaN is selected over numbers)",
         example: "let p = max_pool2d(relu(conv2d(x, k, 1, SAME) + b), 2, 2, VALID);",
