@@ -7,11 +7,16 @@
 //! `[KH, KW, C, M]` convolves each input channel `c` with its own `M` filters: output
 //! channel `c * M + m` (TF's layout). Each output pixel sums its taps in row-major order
 //! (rows, columns, input channels), so the result does not depend on the thread count.
+//! f32 and f64 depthwise convolutions run the vectorised kernel of [`super::depthwise`]
+//! (fused multiply-adds at the AVX2 and AVX-512 levels); the loops here serve the rest.
 
 use crate::dtype::Numeric;
 use crate::error::Error;
 use crate::exec::parallel::for_each_chunk;
 use crate::kernels::padding::Padding;
+use crate::kernels::reduce::{same_type, same_type_mut};
+
+use super::depthwise::{depthwise_f32, depthwise_f64, Depthwise};
 
 /// The parameters of a dilated or depthwise convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,9 +152,46 @@ pub fn conv_general_into<T: Numeric, E>(
     let out = &mut out[..n * oh * ow * f];
     let [dh, dw] = p.dilation;
     let s = p.stride;
+    let geometry = Depthwise {
+        h,
+        w,
+        c,
+        kh,
+        kw,
+        m,
+        oh,
+        ow,
+        stride: s,
+        dilation: p.dilation,
+        pad_top: pt,
+        pad_left: pl,
+    };
     for_each_chunk(out, f.max(1), kh * kw * c * m.max(1), |first, chunk| {
         if f == 0 {
             return;
+        }
+        if p.depthwise {
+            let done = if let (Some(x), Some(k), Some(o)) = (
+                same_type::<T, f32>(x),
+                same_type::<T, f32>(k),
+                same_type_mut::<T, f32>(chunk),
+            ) {
+                depthwise_f32(&geometry, x, k, first, o);
+                true
+            } else if let (Some(x), Some(k), Some(o)) = (
+                same_type::<T, f64>(x),
+                same_type::<T, f64>(k),
+                same_type_mut::<T, f64>(chunk),
+            ) {
+                depthwise_f64(&geometry, x, k, first, o);
+                true
+            } else {
+                false
+            };
+            if done {
+                epilogue(first, chunk);
+                return;
+            }
         }
         for (q, pix) in chunk.chunks_mut(f).enumerate() {
             let flat = first + q;

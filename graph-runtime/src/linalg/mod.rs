@@ -9,7 +9,8 @@
 //! - [`matmul_nd`]: NumPy-style broadcast batches over the GEMM;
 //! - [`conv`]: conv2d as im2col or gather + GEMM, with [`conv_plan`]'s blocking for deep
 //!   kernels (few pixels, many channels); [`conv_general`]: dilated and depthwise
-//!   convolutions; [`conv_pool`]: conv2d and the pooling that follows it in one kernel;
+//!   convolutions (depthwise's vectorised kernel in `depthwise.rs`); [`conv_pool`]: conv2d
+//!   and the pooling that follows it in one kernel;
 //!   [`conv_backprop`]: the input and filter gradients of all of them.
 
 pub mod conv;
@@ -17,5 +18,6 @@ pub mod conv_backprop;
 pub mod conv_general;
 pub mod conv_plan;
 pub mod conv_pool;
+mod depthwise;
 pub mod gemm;
 pub mod matmul_nd;
