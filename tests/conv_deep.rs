@@ -155,6 +155,41 @@ fn the_patch_plan_on_small_kernels_matches_im2col() {
     }
 }
 
+/// Wide kernels that are not deep (patches of at least 512, 64 channels or more: ResNet's
+/// stages 1 and 2) take the im2col path's values too, on any thread count, and match the
+/// naive reference.
+#[test]
+fn wide_convolutions_take_the_im2col_values() {
+    let cases: &[Case] = &[
+        ([1, 9, 9, 64], [3, 3, 64, 64], 1, SAME),
+        ([2, 10, 10, 64], [3, 3, 64, 128], 2, VALID),
+        ([1, 7, 5, 129], [3, 3, 129, 67], 1, SAME),
+    ];
+    for (i, &case) in cases.iter().enumerate() {
+        let (xs, ks, stride, padding) = case;
+        let mut rng = Rng::new(450 + i as u64);
+        let x: Vec<f32> = rng.values(xs.iter().product());
+        let k: Vec<f32> = rng.values(ks.iter().product());
+        let want = bits(&conv_on(case, &x, &k, 1, Algorithm::Im2colGemm));
+        for threads in [1, 2] {
+            let got = conv_on(case, &x, &k, threads, Algorithm::Best);
+            assert_eq!(bits(&got), want, "{case:?} on {threads} threads");
+        }
+        let naive: Vec<f64> = naive_conv2d(&x, xs, &k, ks, stride, padding)
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| v + (i % 5) as f64)
+            .collect();
+        let got = conv_on(case, &x, &k, 2, Algorithm::Best);
+        assert_close(
+            &got,
+            &naive,
+            (ks[0] * ks[1] * ks[2]) as f64,
+            &format!("{case:?}"),
+        );
+    }
+}
+
 /// A fresh (never zeroed) output buffer and a reused one give `conv2d_into`'s bits, and the
 /// observer sees each finished block once.
 #[test]

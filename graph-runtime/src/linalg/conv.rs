@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
-use super::conv_plan::{self, is_deep};
+use super::conv_plan::{self, best_plan, Plan};
 use super::gemm::{row_align, GemmElement};
 use crate::dtype::Element;
 use crate::exec::out_buf::OutBuf;
@@ -267,16 +267,18 @@ impl Prepared {
             pad_top: pad_before(h, oh, kh, stride, padding),
             pad_left: pad_before(w, ow, kw, stride, padding),
         };
-        // A deep kernel runs on the patch GEMM whatever the CPU, so that the choice, and
-        // with it every output's order of summation, depends on the shape alone.
-        let patch_gemm = match algorithm {
-            Algorithm::Best => is_deep(&g, std::mem::size_of::<T>()),
-            Algorithm::Im2colGemm => false,
-            Algorithm::PatchGemm => true,
+        // Deep and wide kernels run on the im2col path's values whatever the CPU, so that
+        // the choice, and with it every output's order of summation, depends on the shape
+        // alone (see `conv_plan::best_plan`).
+        let plan = match algorithm {
+            Algorithm::Best => best_plan(&g, std::mem::size_of::<T>()),
+            Algorithm::Im2colGemm => Plan::Im2col,
+            Algorithm::PatchGemm => Plan::PatchGemm,
         };
+        let patch_gemm = plan == Plan::PatchGemm;
         // With a gather kernel, interior patches are read in place through a table of offsets.
-        let gather = (algorithm == Algorithm::Best && !patch_gemm && T::has_gather_kernel(cout))
-            .then(|| gather_tables(&g));
+        let gather =
+            (plan == Plan::Gather && T::has_gather_kernel(cout)).then(|| gather_tables(&g));
         Prepared {
             g,
             batch: x_shape[0],

@@ -18,7 +18,7 @@
 //! an order fixed by the shape, whatever the rows and columns of the call. So the results do
 //! not depend on the blocks, the panels or the thread count. They differ in the last bits from
 //! the gather path's (which sums kernel row, channel, kernel column), which is why the plan is
-//! chosen from the shape alone ([`is_deep`]) and every entry point (the compiled kernels, the
+//! chosen from the shape alone ([`best_plan`]) and every entry point (the compiled kernels, the
 //! fused pooling, the eager API) chooses the same.
 //!
 //! [`Algorithm::Im2colGemm`]: crate::linalg::conv::Algorithm::Im2colGemm
@@ -39,9 +39,42 @@ pub const DEEP_KERNEL_BYTES: usize = 1 << 20;
 /// need not fit in L2.
 pub const PATCH_BLOCK_BYTES: usize = 1 << 22;
 
-/// Whether a convolution of geometry `g` on elements of `elem` bytes takes the patch GEMM.
-pub(super) fn is_deep(g: &Geometry, elem: usize) -> bool {
-    g.patch() > 0 && g.patch().saturating_mul(g.cout).saturating_mul(elem) >= DEEP_KERNEL_BYTES
+/// A patch of at least this many elements, with at least [`WIDE_COUT`] output channels,
+/// runs on the im2col path rather than the gather kernel, though its kernel is not deep:
+/// the packed GEMM's tiles beat the gather tile there (ResNet-18's stage 1 and 2 3x3
+/// convolutions, 576 and 1152 deep: the gather kernel ran the 28x28x128 one at a third of
+/// the im2col path's speed, see `docs/bench/models-large.md`). The small CNNs' (W3's and
+/// W7's, patches of 27 to 288) keep the gather kernel, which spares them the copy.
+pub const WIDE_PATCH: usize = 512;
+
+/// See [`WIDE_PATCH`].
+pub const WIDE_COUT: usize = 64;
+
+/// How a convolution is computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// The gather kernel where this CPU has one, else [`Plan::Im2col`].
+    Gather,
+    /// im2col of blocks of pixels sized for L2, then the GEMM.
+    Im2col,
+    /// im2col of large blocks, then the GEMM split over pixels and output channels
+    /// ([`run_patch_gemm`]); the same values as [`Plan::Im2col`].
+    PatchGemm,
+}
+
+/// The plan [`Algorithm::Best`](crate::linalg::conv::Algorithm::Best) takes for geometry
+/// `g` on elements of `elem` bytes: from the shape alone, never the thread count or the CPU
+/// (the gather path's and the im2col path's sums differ in order, and the compiled, fused
+/// and eager paths must agree bit for bit).
+pub(super) fn best_plan(g: &Geometry, elem: usize) -> Plan {
+    let patch = g.patch();
+    if patch > 0 && patch.saturating_mul(g.cout).saturating_mul(elem) >= DEEP_KERNEL_BYTES {
+        Plan::PatchGemm
+    } else if patch >= WIDE_PATCH && g.cout >= WIDE_COUT {
+        Plan::Im2col
+    } else {
+        Plan::Gather
+    }
 }
 
 /// How the output of a patch GEMM is cut.
