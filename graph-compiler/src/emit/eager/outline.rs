@@ -17,8 +17,9 @@ use crate::ir::*;
 use proc_macro2::{Ident, TokenStream, TokenTree};
 use std::collections::{HashMap, HashSet};
 
-/// The fewest statements a run must have to be outlined.
-const MIN_RUN: usize = 4;
+/// The fewest statements a run must have to be outlined: a shorter one saves less code than
+/// its call and function cost.
+const MIN_RUN: usize = 8;
 
 /// The most later places a run is compared with, so that the search stays linear in
 /// practice on a long body of one repeated statement.
