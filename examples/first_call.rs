@@ -27,7 +27,10 @@ use training::{cnn_train_step, mlp_train_step_in_place};
 /// the difference to the plain case is what starting the pool costs.
 /// W8 and W9 are train steps with their parameters updated in place, so each call is the next
 /// step of training (the same work as the one before).
-const CASES: [&str; 8] = [
+/// `_session` runs the train step in a `Session` made before the first call, as a training
+/// loop does: the session's pool has started, the step's buffers are the session's from the
+/// first step on.
+const CASES: [&str; 10] = [
     "W1",
     "W1+pool",
     "W3_t_inf",
@@ -35,7 +38,9 @@ const CASES: [&str; 8] = [
     "W3_t_0",
     "W4",
     "W8",
+    "W8_session",
     "W9",
+    "W9_session",
 ];
 
 /// Calls after the first; their median is the steady time.
@@ -66,20 +71,54 @@ fn process_cpu_ms() -> f64 {
     ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 * 1e-6
 }
 
-/// One call's wall time and the process CPU time it used, in ms.
-fn timed<T>(f: &mut impl FnMut() -> T) -> (f64, f64) {
-    let (t, cpu) = (Instant::now(), process_cpu_ms());
-    std::hint::black_box(f());
-    (t.elapsed().as_secs_f64() * 1e3, process_cpu_ms() - cpu)
+/// Minor page faults of this process so far: fresh memory touched for the first time.
+fn page_faults() -> f64 {
+    // SAFETY: an all-zero `rusage` is a valid value to write into.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is a valid rusage to write into.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    assert_eq!(rc, 0, "getrusage failed");
+    usage.ru_minflt as f64
 }
 
-/// Times `f` once, then [`STEADY_CALLS`] times; returns the first call's (wall, CPU) and the
-/// medians of the others', in ms.
-fn first_and_steady<T>(mut f: impl FnMut() -> T) -> [f64; 4] {
+/// One call's wall time and the process CPU time it used, in ms, and its page faults.
+fn timed<T>(f: &mut impl FnMut() -> T) -> (f64, f64, f64) {
+    let (t, cpu, faults) = (Instant::now(), process_cpu_ms(), page_faults());
+    std::hint::black_box(f());
+    (
+        t.elapsed().as_secs_f64() * 1e3,
+        process_cpu_ms() - cpu,
+        page_faults() - faults,
+    )
+}
+
+/// Times `f` once, then [`STEADY_CALLS`] times; returns the first call's (wall, CPU, page
+/// faults) and the medians of the others'.
+fn first_and_steady<T>(mut f: impl FnMut() -> T) -> [f64; 6] {
     let first = timed(&mut f);
-    let (mut wall, mut cpu): (Vec<f64>, Vec<f64>) =
-        (0..STEADY_CALLS).map(|_| timed(&mut f)).unzip();
-    [first.0, median(&mut wall), first.1, median(&mut cpu)]
+    let (mut wall, mut cpu, mut faults) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..STEADY_CALLS {
+        let (w, c, p) = timed(&mut f);
+        wall.push(w);
+        cpu.push(c);
+        faults.push(p);
+    }
+    [
+        first.0,
+        median(&mut wall),
+        first.1,
+        median(&mut cpu),
+        first.2,
+        median(&mut faults),
+    ]
+}
+
+fn session() -> Session {
+    Session::new(SessionConfig {
+        intra_op_threads: 2,
+        ..Default::default()
+    })
+    .expect("a session")
 }
 
 /// Runs one workload in this (fresh) process and prints `first <ms> steady <ms>`.
@@ -116,7 +155,8 @@ fn child(case: &str) -> Result<(), Box<dyn std::error::Error>> {
             let beta = Array1::from_vec(uniform(1024, 33));
             first_and_steady(|| layernorm(&x, &gamma, &beta).unwrap())
         }
-        "W8" => {
+        "W8" | "W8_session" => {
+            let mut session = case.ends_with("_session").then(session);
             let b = 256;
             let x = Array2::from_shape_vec((b, 784), uniform(b * 784, 41))?;
             let y = Array1::from_iter((0..b).map(|i| (i * 7 % 10) as i32));
@@ -128,60 +168,94 @@ fn child(case: &str) -> Result<(), Box<dyn std::error::Error>> {
             let mut t = 0.0;
             first_and_steady(|| {
                 t += 1.0;
-                mlp_train_step_in_place(
-                    &x, &y, &mut w1, &mut b1, &mut w2, &mut b2, &mut m.0, &mut m.1, &mut m.2,
-                    &mut m.3, &mut v.0, &mut v.1, &mut v.2, &mut v.3, t,
-                )
+                match session.as_mut() {
+                    Some(s) => mlp_train_step_in_place::run(
+                        s, &x, &y, &mut w1, &mut b1, &mut w2, &mut b2, &mut m.0, &mut m.1,
+                        &mut m.2, &mut m.3, &mut v.0, &mut v.1, &mut v.2, &mut v.3, t,
+                    ),
+                    None => mlp_train_step_in_place(
+                        &x, &y, &mut w1, &mut b1, &mut w2, &mut b2, &mut m.0, &mut m.1, &mut m.2,
+                        &mut m.3, &mut v.0, &mut v.1, &mut v.2, &mut v.3, t,
+                    ),
+                }
                 .unwrap()
             })
         }
-        "W9" => {
+        "W9" | "W9_session" => {
+            let mut session = case.ends_with("_session").then(session);
             let b = 64;
             let x = Array4::from_shape_vec((b, 28, 28, 1), uniform(b * 784, 51))?;
             let y = Array1::from_iter((0..b).map(|i| (i * 7 % 10) as i32));
-            let mut k1 = Array4::from_shape_vec((3, 3, 1, 32), uniform(288, 52))? * 0.3;
-            let mut k2 = Array4::from_shape_vec((3, 3, 32, 64), uniform(18432, 53))? * 0.06;
-            let mut w = Array2::from_shape_vec((1600, 10), uniform(16000, 54))? * 0.05;
-            let (mut c1, mut c2) = (Array1::<f32>::zeros(32), Array1::<f32>::zeros(64));
-            let mut c = Array1::<f32>::zeros(10);
+            let k1 = Array4::from_shape_vec((3, 3, 1, 32), uniform(288, 52))? * 0.3;
+            let k2 = Array4::from_shape_vec((3, 3, 32, 64), uniform(18432, 53))? * 0.06;
+            let w = Array2::from_shape_vec((1600, 10), uniform(16000, 54))? * 0.05;
+            let (c1, c2) = (Array1::<f32>::zeros(32), Array1::<f32>::zeros(64));
+            let c = Array1::<f32>::zeros(10);
             let zeros = (k1.clone() * 0.0, c1.clone(), k2.clone() * 0.0, c2.clone());
             let (mut m, mut v) = (
                 (zeros.clone(), w.clone() * 0.0, c.clone()),
                 (zeros, w.clone() * 0.0, c.clone()),
             );
+            let mut p = (k1, c1, k2, c2, w, c);
             let mut t = 0.0;
             first_and_steady(|| {
                 t += 1.0;
-                cnn_train_step(
-                    &x,
-                    &y,
-                    &mut k1,
-                    &mut c1,
-                    &mut k2,
-                    &mut c2,
-                    &mut w,
-                    &mut c,
-                    &mut m.0 .0,
-                    &mut m.0 .1,
-                    &mut m.0 .2,
-                    &mut m.0 .3,
-                    &mut m.1,
-                    &mut m.2,
-                    &mut v.0 .0,
-                    &mut v.0 .1,
-                    &mut v.0 .2,
-                    &mut v.0 .3,
-                    &mut v.1,
-                    &mut v.2,
-                    t,
-                )
+                match session.as_mut() {
+                    Some(s) => cnn_train_step::run(
+                        s,
+                        &x,
+                        &y,
+                        &mut p.0,
+                        &mut p.1,
+                        &mut p.2,
+                        &mut p.3,
+                        &mut p.4,
+                        &mut p.5,
+                        &mut m.0 .0,
+                        &mut m.0 .1,
+                        &mut m.0 .2,
+                        &mut m.0 .3,
+                        &mut m.1,
+                        &mut m.2,
+                        &mut v.0 .0,
+                        &mut v.0 .1,
+                        &mut v.0 .2,
+                        &mut v.0 .3,
+                        &mut v.1,
+                        &mut v.2,
+                        t,
+                    ),
+                    None => cnn_train_step(
+                        &x,
+                        &y,
+                        &mut p.0,
+                        &mut p.1,
+                        &mut p.2,
+                        &mut p.3,
+                        &mut p.4,
+                        &mut p.5,
+                        &mut m.0 .0,
+                        &mut m.0 .1,
+                        &mut m.0 .2,
+                        &mut m.0 .3,
+                        &mut m.1,
+                        &mut m.2,
+                        &mut v.0 .0,
+                        &mut v.0 .1,
+                        &mut v.0 .2,
+                        &mut v.0 .3,
+                        &mut v.1,
+                        &mut v.2,
+                        t,
+                    ),
+                }
                 .unwrap()
             })
         }
         other => return Err(format!("unknown case {other}").into()),
     };
-    let [first, steady, first_cpu, steady_cpu] = times;
-    println!("first {first} steady {steady} first_cpu {first_cpu} steady_cpu {steady_cpu}");
+    let [first, steady, first_cpu, steady_cpu, first_faults, steady_faults] = times;
+    println!("first {first} steady {steady} first_cpu {first_cpu} steady_cpu {steady_cpu} first_faults {first_faults} steady_faults {steady_faults}");
     Ok(())
 }
 
@@ -198,17 +272,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let processes: usize = args.get(1).map(|s| s.parse()).transpose()?.unwrap_or(3);
     let exe = std::env::current_exe()?;
     println!("Wall time, then the process CPU time of the same calls (all threads; robust to a busy machine):");
-    println!("workload      | first call (ms) | steady call (ms) | first / steady | CPU first (ms) | CPU steady (ms) | CPU first / steady | processes");
-    println!("--------------|----------------:|-----------------:|---------------:|---------------:|----------------:|-------------------:|---------:");
+    println!("workload      | first call (ms) | steady call (ms) | first / steady | CPU first (ms) | CPU steady (ms) | CPU first / steady | page faults first / steady | processes");
+    println!("--------------|----------------:|-----------------:|---------------:|---------------:|----------------:|-------------------:|---------------------------:|---------:");
     for case in CASES {
-        let mut cols: [Vec<f64>; 4] = Default::default();
+        let mut cols: [Vec<f64>; 6] = Default::default();
         for _ in 0..processes.max(1) {
             let out = Command::new(&exe).args(["--child", case]).output()?;
             let text = String::from_utf8(out.stdout)?;
             let fields: Vec<&str> = text.split_whitespace().collect();
             match (out.status.success(), fields.as_slice()) {
-                (true, ["first", a, "steady", b, "first_cpu", c, "steady_cpu", d]) => {
-                    for (col, v) in cols.iter_mut().zip([a, b, c, d]) {
+                (
+                    true,
+                    ["first", a, "steady", b, "first_cpu", c, "steady_cpu", d, "first_faults", e, "steady_faults", f],
+                ) => {
+                    for (col, v) in cols.iter_mut().zip([a, b, c, d, e, f]) {
                         col.push(v.parse::<f64>()?);
                     }
                 }
@@ -223,11 +300,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let n = cols[0].len();
-        let [first, steady, first_cpu, steady_cpu] = cols.map(|mut c| median(&mut c));
+        let [first, steady, first_cpu, steady_cpu, first_faults, steady_faults] =
+            cols.map(|mut c| median(&mut c));
         println!(
-            "{case:<13} | {first:>15.2} | {steady:>16.2} | {:>14.2} | {first_cpu:>14.2} | {steady_cpu:>15.2} | {:>18.2} | {n:>8}",
+            "{case:<13} | {first:>15.2} | {steady:>16.2} | {:>14.2} | {first_cpu:>14.2} | {steady_cpu:>15.2} | {:>18.2} | {:>26} | {n:>8}",
             first / steady,
             first_cpu / steady_cpu,
+            format!("{first_faults} / {steady_faults}"),
         );
     }
     Ok(())

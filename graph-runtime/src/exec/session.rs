@@ -70,6 +70,11 @@ impl Session {
 
     fn with_pool(config: SessionConfig, pool: Option<rayon::ThreadPool>) -> Session {
         let profiler = config.profile.then(Profiler::default);
+        if let Some(pool) = &pool {
+            // Every worker runs once now, so the session's first run does not wait for
+            // threads the OS is still starting (a fresh process's first train step did).
+            pool.broadcast(|_| ());
+        }
         let driver = pool.as_ref().map(|pool| {
             let driver = Arc::new(Driver::default());
             let served = Arc::clone(&driver);

@@ -530,28 +530,44 @@ pub fn conv2d_backprop_filter_into<T: GemmElement>(
     });
 }
 
-/// `dk` from the filter gradient's partial kernels (`groups` of `dk.len()` each), summed in
-/// group order (and transposed back for a plain convolution).
-fn sum_partials<T: GemmElement>(partials: &[T], g: &Geometry, groups: usize, dk: &mut [T]) {
+/// `dk` from the filter gradient's partial kernels (`groups` of `dk.len()` each): the
+/// partials summed in group order into the first one, element by element over their own
+/// layout (contiguous, in parallel), then that one written to `dk` (transposed back for a
+/// plain convolution). Each element gets the same additions in the same order as a sum
+/// taken element by element in `dk`'s layout.
+fn sum_partials<T: GemmElement>(partials: &mut [T], g: &Geometry, groups: usize, dk: &mut [T]) {
     let len = dk.len();
-    let (patch, m) = (g.patch(), g.m);
-    for_each_chunk(dk, m, m * groups, |first, rows| {
-        for (r, row) in rows.chunks_exact_mut(m).enumerate() {
-            let q = first + r;
-            for (o, d) in row.iter_mut().enumerate() {
-                let at = if g.depthwise {
-                    q * m + o
-                } else {
-                    o * patch + q
-                };
-                let mut acc = partials[at];
-                for gi in 1..groups {
-                    acc = acc.add(partials[gi * len + at]);
+    let (sum, rest) = partials[..groups * len].split_at_mut(len);
+    let rest = &*rest;
+    if groups > 1 {
+        for_each_chunk(sum, 1, groups, |first, run| {
+            for gi in 0..groups - 1 {
+                let other = &rest[gi * len + first..][..run.len()];
+                for (a, &b) in run.iter_mut().zip(other) {
+                    *a = a.add(b);
                 }
-                *d = acc;
+            }
+        });
+    }
+    if g.depthwise {
+        dk.copy_from_slice(sum);
+        return;
+    }
+    // `sum` is `[M, patch]`, `dk` `[patch, M]`: blocks of 16 x 16 so both sides stay in cache.
+    let (patch, m) = (g.patch(), g.m);
+    const BLOCK: usize = 16;
+    for q0 in (0..patch).step_by(BLOCK) {
+        let q1 = (q0 + BLOCK).min(patch);
+        for o0 in (0..m).step_by(BLOCK) {
+            let o1 = (o0 + BLOCK).min(m);
+            for q in q0..q1 {
+                let row = &mut dk[q * m..][o0..o1];
+                for (d, o) in row.iter_mut().zip(o0..o1) {
+                    *d = sum[o * patch + q];
+                }
             }
         }
-    });
+    }
 }
 
 /// Output pixels `p0..p1` of a plain convolution's filter gradient, `dyᵀ · cols`
@@ -590,12 +606,18 @@ fn gemm_filter_chunk<T: GemmElement>(
         let (cols, rest) = scratch.split_at_mut(cnt * patch);
         let (dyt, rest) = rest.split_at_mut(m * cnt);
         let tmp = &mut rest[..m * patch];
-        for (q, col) in cols.chunks_exact_mut(patch).enumerate() {
-            im2col_pixel(x, g, p0 + q, col);
-        }
-        for (q, row) in dy[p0 * m..p1 * m].chunks_exact(m).enumerate() {
-            for (o, &v) in row.iter().enumerate() {
-                dyt[o * cnt + q] = v;
+        im2col_rows(x, g, p0, cols);
+        // `dyt` is `dy`'s rows of this chunk transposed, 16 pixels at a time so that the
+        // 16 rows read stay in cache while each of `dyt`'s rows gets a contiguous run.
+        const BLOCK: usize = 16;
+        let rows = &dy[p0 * m..p1 * m];
+        for q0 in (0..cnt).step_by(BLOCK) {
+            let q1 = (q0 + BLOCK).min(cnt);
+            for o in 0..m {
+                let dst = &mut dyt[o * cnt + q0..o * cnt + q1];
+                for (d, q) in dst.iter_mut().zip(q0..q1) {
+                    *d = rows[q * m + o];
+                }
             }
         }
         let out: &mut [T] = if first { &mut *part } else { &mut *tmp };
@@ -622,21 +644,47 @@ fn gemm_filter_chunk<T: GemmElement>(
     });
 }
 
-/// Writes the window of output pixel `p` (flat over N, OH, OW) into `col`, laid out
-/// (kernel row, kernel column, channel), zeros where it overhangs the input.
-fn im2col_pixel<T: Numeric>(x: &[T], g: &Geometry, p: usize, col: &mut [T]) {
-    let (img, oh, ow) = (p / (g.oh * g.ow), (p / g.ow) % g.oh, p % g.ow);
-    let c = g.c;
-    for (ki, dst) in col.chunks_exact_mut(g.kw * c).enumerate() {
-        let Some(r) = g.in_row(oh, ki) else {
-            dst.fill(T::ZERO);
-            continue;
-        };
-        let row = (img * g.h + r) * g.w;
-        for (kj, d) in dst.chunks_exact_mut(c).enumerate() {
-            match g.in_col(ow, kj) {
-                Some(cc) => d.copy_from_slice(&x[(row + cc) * c..][..c]),
-                None => d.fill(T::ZERO),
+/// Writes the windows of the output pixels from `p0` on (flat over N, OH, OW) into `cols`,
+/// one row of `patch` a pixel, laid out (kernel row, kernel column, channel), zeros where a
+/// window overhangs the input. The pixel's position is stepped along, not divided out, and
+/// a kernel row whose taps all lie inside the input (contiguous in `x` without dilation) is
+/// one copy.
+fn im2col_rows<T: Numeric>(x: &[T], g: &Geometry, p0: usize, cols: &mut [T]) {
+    let (c, patch) = (g.c, g.patch());
+    if patch == 0 {
+        return;
+    }
+    let tap_row = g.kw * c;
+    let (mut img, mut oh, mut ow) = (p0 / (g.oh * g.ow), (p0 / g.ow) % g.oh, p0 % g.ow);
+    for col in cols.chunks_exact_mut(patch) {
+        // The first tap column's input column, when the whole kernel row lies inside.
+        let whole_row = (ow * g.stride)
+            .checked_sub(g.pad_left)
+            .filter(|&c0| g.dw == 1 && c0 + g.kw <= g.w);
+        for (ki, dst) in col.chunks_exact_mut(tap_row).enumerate() {
+            let Some(r) = g.in_row(oh, ki) else {
+                dst.fill(T::ZERO);
+                continue;
+            };
+            let row = (img * g.h + r) * g.w;
+            if let Some(c0) = whole_row {
+                dst.copy_from_slice(&x[(row + c0) * c..][..tap_row]);
+                continue;
+            }
+            for (kj, d) in dst.chunks_exact_mut(c).enumerate() {
+                match g.in_col(ow, kj) {
+                    Some(cc) => d.copy_from_slice(&x[(row + cc) * c..][..c]),
+                    None => d.fill(T::ZERO),
+                }
+            }
+        }
+        ow += 1;
+        if ow == g.ow {
+            ow = 0;
+            oh += 1;
+            if oh == g.oh {
+                oh = 0;
+                img += 1;
             }
         }
     }

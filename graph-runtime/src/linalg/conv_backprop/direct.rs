@@ -183,23 +183,39 @@ fn direct_body<F: Fused, const OB: usize, const Q: usize, const FMA: bool>(
 
 /// The im2col rows of the output pixels from `p0` on into `cols` (rows of `pp`, each
 /// padded with zeros after the window): the pixel's position stepped along, not divided
-/// out, and a single channel copied as one element rather than by a call to `memcpy`.
+/// out; a kernel row whose taps all lie inside the input (contiguous in `x` without
+/// dilation) copied as one run, element by element (a few elements: no call to `memcpy`).
 #[inline(always)]
 fn fill_cols<F: Fused>(x: &[F], g: &Geometry, p0: usize, pp: usize, cols: &mut [F]) {
     let (c, patch) = (g.c, g.patch());
+    let tap_row = g.kw * c;
     let (mut img, mut oh, mut ow) = (p0 / (g.oh * g.ow), (p0 / g.ow) % g.oh, p0 % g.ow);
     for col in cols.chunks_exact_mut(pp) {
         let (taps, pad) = col.split_at_mut(patch);
-        for (ki, dst) in taps.chunks_exact_mut(g.kw * c).enumerate() {
+        // The first tap column's input column, when the whole kernel row lies inside.
+        let whole_row = (ow * g.stride)
+            .checked_sub(g.pad_left)
+            .filter(|&c0| g.dw == 1 && c0 + g.kw <= g.w);
+        for (ki, dst) in taps.chunks_exact_mut(tap_row).enumerate() {
             let Some(r) = g.in_row(oh, ki) else {
                 dst.fill(F::ZERO);
                 continue;
             };
             let row = (img * g.h + r) * g.w;
+            if let Some(c0) = whole_row {
+                let src = &x[(row + c0) * c..][..tap_row];
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = v;
+                }
+                continue;
+            }
             for (kj, d) in dst.chunks_exact_mut(c).enumerate() {
                 match g.in_col(ow, kj) {
-                    Some(cc) if c == 1 => d[0] = x[row + cc],
-                    Some(cc) => d.copy_from_slice(&x[(row + cc) * c..][..c]),
+                    Some(cc) => {
+                        for (d, &v) in d.iter_mut().zip(&x[(row + cc) * c..][..c]) {
+                            *d = v;
+                        }
+                    }
                     None => d.fill(F::ZERO),
                 }
             }
