@@ -7,7 +7,7 @@
 //! `[KH, KW, C, M]` convolves each input channel `c` with its own `M` filters: output
 //! channel `c * M + m` (TF's layout). Each output pixel sums its taps in row-major order
 //! (rows, columns, input channels), so the result does not depend on the thread count.
-//! f32 and f64 depthwise convolutions run the vectorised kernel of [`super::depthwise`]
+//! f32 and f64 depthwise convolutions run the vectorised kernel of `depthwise.rs`
 //! (fused multiply-adds at the AVX2 and AVX-512 levels); the loops here serve the rest.
 
 use crate::dtype::Numeric;
