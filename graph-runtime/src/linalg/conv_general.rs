@@ -7,7 +7,7 @@
 //! `[KH, KW, C, M]` convolves each input channel `c` with its own `M` filters: output
 //! channel `c * M + m` (TF's layout). Each output pixel sums its taps in row-major order
 //! (rows, columns, input channels), so the result does not depend on the thread count.
-//! f32 and f64 depthwise convolutions run the vectorised kernel of [`super::depthwise`]
+//! f32 and f64 depthwise convolutions run the vectorised kernel of `depthwise.rs`
 //! (fused multiply-adds at the AVX2 and AVX-512 levels); the loops here serve the rest.
 
 use crate::dtype::Numeric;
@@ -16,7 +16,7 @@ use crate::exec::parallel::for_each_chunk;
 use crate::kernels::padding::Padding;
 use crate::kernels::reduce::{same_type, same_type_mut};
 
-use super::depthwise::{depthwise_f32, depthwise_f64, Depthwise};
+use super::depthwise::{depthwise_f32, depthwise_f64, ConvGeometry};
 
 /// The parameters of a dilated or depthwise convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,9 +150,70 @@ pub fn conv_general_into<T: Numeric, E>(
     let f = if p.depthwise { c * m } else { m };
     assert!(x.len() >= n * h * w * c && k.len() >= kh * kw * c * m);
     let out = &mut out[..n * oh * ow * f];
-    let [dh, dw] = p.dilation;
-    let s = p.stride;
-    let geometry = Depthwise {
+    let g = ConvGeometry {
+        h,
+        w,
+        c,
+        kh,
+        kw,
+        m,
+        oh,
+        ow,
+        stride: p.stride,
+        dilation: p.dilation,
+        pad_top: pt,
+        pad_left: pl,
+    };
+    for_each_chunk(out, f.max(1), kh * kw * c * m.max(1), |first, chunk| {
+        if f == 0 {
+            return;
+        }
+        if !(p.depthwise && vectorised_depthwise(&g, x, k, first, chunk)) {
+            direct_pixels(&g, p.depthwise, x, k, first, chunk);
+        }
+        epilogue(first, chunk);
+    });
+}
+
+/// Runs [`super::depthwise`]'s kernel on output pixels `first..` when `T` is f32 or f64;
+/// `false` (nothing written) for other types.
+fn vectorised_depthwise<T: Numeric>(
+    g: &ConvGeometry,
+    x: &[T],
+    k: &[T],
+    first: usize,
+    out: &mut [T],
+) -> bool {
+    if let (Some(x), Some(k), Some(o)) = (
+        same_type::<T, f32>(x),
+        same_type::<T, f32>(k),
+        same_type_mut::<T, f32>(out),
+    ) {
+        depthwise_f32(g, x, k, first, o);
+        true
+    } else if let (Some(x), Some(k), Some(o)) = (
+        same_type::<T, f64>(x),
+        same_type::<T, f64>(k),
+        same_type_mut::<T, f64>(out),
+    ) {
+        depthwise_f64(g, x, k, first, o);
+        true
+    } else {
+        false
+    }
+}
+
+/// Output pixels `first..` of a dilated convolution (kernel `[KH, KW, C, M]`, `M` output
+/// channels) or of a depthwise one of another type than f32 and f64, tap by tap.
+fn direct_pixels<T: Numeric>(
+    g: &ConvGeometry,
+    depthwise: bool,
+    x: &[T],
+    k: &[T],
+    first: usize,
+    chunk: &mut [T],
+) {
+    let ConvGeometry {
         h,
         w,
         c,
@@ -162,72 +223,44 @@ pub fn conv_general_into<T: Numeric, E>(
         oh,
         ow,
         stride: s,
-        dilation: p.dilation,
+        dilation: [dh, dw],
         pad_top: pt,
         pad_left: pl,
-    };
-    for_each_chunk(out, f.max(1), kh * kw * c * m.max(1), |first, chunk| {
-        if f == 0 {
-            return;
-        }
-        if p.depthwise {
-            let done = if let (Some(x), Some(k), Some(o)) = (
-                same_type::<T, f32>(x),
-                same_type::<T, f32>(k),
-                same_type_mut::<T, f32>(chunk),
-            ) {
-                depthwise_f32(&geometry, x, k, first, o);
-                true
-            } else if let (Some(x), Some(k), Some(o)) = (
-                same_type::<T, f64>(x),
-                same_type::<T, f64>(k),
-                same_type_mut::<T, f64>(chunk),
-            ) {
-                depthwise_f64(&geometry, x, k, first, o);
-                true
-            } else {
-                false
-            };
-            if done {
-                epilogue(first, chunk);
-                return;
+    } = *g;
+    let f = if depthwise { c * m } else { m };
+    for (q, pix) in chunk.chunks_mut(f).enumerate() {
+        let flat = first + q;
+        let (b, rest) = (flat / (oh * ow), flat % (oh * ow));
+        let (i, j) = (rest / ow, rest % ow);
+        pix.fill(T::ZERO);
+        for di in 0..kh {
+            let y = (i * s + di * dh) as isize - pt as isize;
+            if y < 0 || y >= h as isize {
+                continue;
             }
-        }
-        for (q, pix) in chunk.chunks_mut(f).enumerate() {
-            let flat = first + q;
-            let (b, rest) = (flat / (oh * ow), flat % (oh * ow));
-            let (i, j) = (rest / ow, rest % ow);
-            pix.fill(T::ZERO);
-            for di in 0..kh {
-                let y = (i * s + di * dh) as isize - pt as isize;
-                if y < 0 || y >= h as isize {
+            for dj in 0..kw {
+                let xx = (j * s + dj * dw) as isize - pl as isize;
+                if xx < 0 || xx >= w as isize {
                     continue;
                 }
-                for dj in 0..kw {
-                    let xx = (j * s + dj * dw) as isize - pl as isize;
-                    if xx < 0 || xx >= w as isize {
-                        continue;
-                    }
-                    let src = &x[((b * h + y as usize) * w + xx as usize) * c..][..c];
-                    let taps = &k[(di * kw + dj) * c * m..][..c * m];
-                    if p.depthwise {
-                        // Output channel ch * m + mm reads input channel ch.
-                        for (ch, &v) in src.iter().enumerate() {
-                            let o = &mut pix[ch * m..(ch + 1) * m];
-                            for (acc, &t) in o.iter_mut().zip(&taps[ch * m..(ch + 1) * m]) {
-                                *acc = acc.add(v.mul(t));
-                            }
+                let src = &x[((b * h + y as usize) * w + xx as usize) * c..][..c];
+                let taps = &k[(di * kw + dj) * c * m..][..c * m];
+                if depthwise {
+                    // Output channel ch * m + mm reads input channel ch.
+                    for (ch, &v) in src.iter().enumerate() {
+                        let o = &mut pix[ch * m..(ch + 1) * m];
+                        for (acc, &t) in o.iter_mut().zip(&taps[ch * m..(ch + 1) * m]) {
+                            *acc = acc.add(v.mul(t));
                         }
-                    } else {
-                        for (ch, &v) in src.iter().enumerate() {
-                            for (acc, &t) in pix.iter_mut().zip(&taps[ch * m..(ch + 1) * m]) {
-                                *acc = acc.add(v.mul(t));
-                            }
+                    }
+                } else {
+                    for (ch, &v) in src.iter().enumerate() {
+                        for (acc, &t) in pix.iter_mut().zip(&taps[ch * m..(ch + 1) * m]) {
+                            *acc = acc.add(v.mul(t));
                         }
                     }
                 }
             }
         }
-        epilogue(first, chunk);
-    });
+    }
 }

@@ -17,16 +17,17 @@
 
 use crate::dtype::Numeric;
 
-/// The resolved geometry of one depthwise convolution.
+/// The resolved geometry of one dilated or depthwise convolution.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Depthwise {
+pub(super) struct ConvGeometry {
     pub h: usize,
     pub w: usize,
     /// Input channels.
     pub c: usize,
     pub kh: usize,
     pub kw: usize,
-    /// Channel multiplier (`M`).
+    /// The kernel's last axis: the channel multiplier `M` of a depthwise convolution, the
+    /// output channels of a plain one.
     pub m: usize,
     pub oh: usize,
     pub ow: usize,
@@ -36,8 +37,8 @@ pub(super) struct Depthwise {
     pub pad_left: usize,
 }
 
-impl Depthwise {
-    /// Output channels per pixel.
+impl ConvGeometry {
+    /// Output channels per pixel of a depthwise convolution.
     fn f(&self) -> usize {
         self.c * self.m
     }
@@ -76,7 +77,7 @@ impl MulAdd for f64 {
 /// block of `L / 2` channels and the last channels one by one.
 #[inline(always)]
 fn chunk_body<T: MulAdd, const L: usize, const H: usize, const P: usize, const FUSED: bool>(
-    g: &Depthwise,
+    g: &ConvGeometry,
     x: &[T],
     k: &[T],
     first: usize,
@@ -107,7 +108,7 @@ fn chunk_body<T: MulAdd, const L: usize, const H: usize, const P: usize, const F
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn pixels_block<T: MulAdd, const L: usize, const H: usize, const R: usize, const FUSED: bool>(
-    g: &Depthwise,
+    g: &ConvGeometry,
     x: &[T],
     k: &[T],
     b: usize,
@@ -136,7 +137,7 @@ fn pixels_block<T: MulAdd, const L: usize, const H: usize, const R: usize, const
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn channels_block<T: MulAdd, const W: usize, const R: usize, const FUSED: bool>(
-    g: &Depthwise,
+    g: &ConvGeometry,
     x: &[T],
     k: &[T],
     b: usize,
@@ -188,20 +189,26 @@ fn channels_block<T: MulAdd, const W: usize, const R: usize, const FUSED: bool>(
 macro_rules! depthwise_kernel {
     ($name:ident, $t:ty, [$l512:literal, $h512:literal, $p512:literal], [$l2:literal, $h2:literal, $p2:literal], [$lb:literal, $hb:literal, $pb:literal]) => {
         /// The depthwise convolution of output pixels `first..` into `out` (see the module docs).
-        pub(super) fn $name(g: &Depthwise, x: &[$t], k: &[$t], first: usize, out: &mut [$t]) {
+        pub(super) fn $name(g: &ConvGeometry, x: &[$t], k: &[$t], first: usize, out: &mut [$t]) {
             #[cfg(any(target_arch = "x86_64", target_arch = "x86"))]
             {
                 use crate::exec::cpu::{level, Level};
                 /// # Safety
                 /// The CPU must support AVX-512 F/VL/BW/DQ, AVX2 and FMA.
                 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
-                unsafe fn avx512(g: &Depthwise, x: &[$t], k: &[$t], first: usize, out: &mut [$t]) {
+                unsafe fn avx512(
+                    g: &ConvGeometry,
+                    x: &[$t],
+                    k: &[$t],
+                    first: usize,
+                    out: &mut [$t],
+                ) {
                     chunk_body::<$t, $l512, $h512, $p512, true>(g, x, k, first, out)
                 }
                 /// # Safety
                 /// The CPU must support AVX2 and FMA.
                 #[target_feature(enable = "avx2,fma")]
-                unsafe fn avx2(g: &Depthwise, x: &[$t], k: &[$t], first: usize, out: &mut [$t]) {
+                unsafe fn avx2(g: &ConvGeometry, x: &[$t], k: &[$t], first: usize, out: &mut [$t]) {
                     chunk_body::<$t, $l2, $h2, $p2, true>(g, x, k, first, out)
                 }
                 match level() {
