@@ -4,7 +4,9 @@
 //! rayon. Each block gathers its input patches into a thread-local scratch matrix
 //! `[pixels, KH*KW*Cin]` (im2col), multiplies it by the kernel seen as a
 //! `[KH*KW*Cin, Cout]` matrix straight into its part of the output, and hands that part to
-//! the epilogue while it is still in cache.
+//! the epilogue while it is still in cache. Which kernel a shape runs on (the gather kernel
+//! below, im2col + GEMM, or for deep kernels [`conv_plan`]'s patch GEMM split over output
+//! channels) is `conv_plan::best_plan`'s choice, made from the shape alone.
 
 use rayon::prelude::*;
 use std::mem::MaybeUninit;

@@ -18,7 +18,7 @@
 //! an order fixed by the shape, whatever the rows and columns of the call. So the results do
 //! not depend on the blocks, the panels or the thread count. They differ in the last bits from
 //! the gather path's (which sums kernel row, channel, kernel column), which is why the plan is
-//! chosen from the shape alone ([`best_plan`]) and every entry point (the compiled kernels, the
+//! chosen from the shape alone (`best_plan`) and every entry point (the compiled kernels, the
 //! fused pooling, the eager API) chooses the same.
 //!
 //! [`Algorithm::Im2colGemm`]: crate::linalg::conv::Algorithm::Im2colGemm
