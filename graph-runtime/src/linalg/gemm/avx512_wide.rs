@@ -154,6 +154,13 @@ unsafe fn tile<const W: usize, A: ASrc<f32>>(
 /// read from DRAM (a model's weights, read once a call) waited on every row.
 const PACK_AHEAD: usize = 4;
 
+/// A raw `b` spanning at least this many elements (`k` rows of its row stride) has its next
+/// slice prefetched while the tiles run: 2 MiB of f32, a core's L2, above which `b` does not
+/// stay in L2 from one call to the next (GPT-2's smallest weight, 768 x 768, is 2.25 MiB).
+/// A smaller one (W2's 784 x 512) is usually still cached, and the prefetches would be
+/// instructions for nothing.
+const PREFETCH_MIN_ELEMENTS: usize = (2 << 20) / std::mem::size_of::<f32>();
+
 /// Asks for the `nb` elements at `row` to be brought into L2 (a hint: it never faults and
 /// changes no value).
 ///
@@ -281,7 +288,7 @@ pub unsafe fn driver(
                 // L2, a share of its rows before each tile: the packing then copies it from
                 // there instead of waiting on DRAM (weights read once a call).
                 let ahead = match b {
-                    BSrc::Raw(src, ldb) => {
+                    BSrc::Raw(src, ldb) if k * ldb >= PREFETCH_MIN_ELEMENTS => {
                         next_slice(pc, jc, kc_max, k, n).map(|(p, rows, j, w)| {
                             // SAFETY: the next slice's rows and columns are inside `b`.
                             (unsafe { src.add(p * ldb + j) }, ldb, rows, w)
