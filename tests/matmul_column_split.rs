@@ -8,14 +8,19 @@ use graph_runtime::matmul::{
 use linalg_harness::{assert_close, naive_matmul, Rng};
 
 /// Shapes `(m, k, n)` that take the column split on two threads (`k >= 256`, `k * n` f32
-/// over 1 MiB, fewer than `2 * COLUMN_SPLIT_BELOW_ROWS` rows), with odd row counts, a
-/// column count that leaves a short last panel, and GPT-2's 128 tokens.
+/// over 1 MiB, fewer than `2 * COLUMN_SPLIT_BELOW_ROWS` rows), with odd row counts (every
+/// height of a short last tile), a column count that leaves a short last panel, and
+/// GPT-2's 128 tokens.
 const SPLIT_SHAPES: &[(usize, usize, usize)] = &[
     (1, 260, 1030),
     (7, 260, 1030),
     (128, 768, 520),
     (61, 1023, 300),
     (253, 257, 1041),
+    // A `b` over 2 MiB (the AVX-512 driver prefetches its next slice while the tiles run):
+    // two slices of 350 and three column blocks, and one block of a deeper `b`.
+    (7, 700, 1030),
+    (130, 1300, 420),
 ];
 
 fn pool(threads: usize) -> rayon::ThreadPool {

@@ -61,14 +61,14 @@ pub fn slice_kc(k: usize) -> usize {
 /// Steps of the shared dimension per turn of the tile's loop.
 const UNROLL: usize = 4;
 
-/// One step `p` of a tile: `acc[r][w] += a(r, p) * b[p * ps + 16 w ..][..16]`.
+/// One step `p` of a tile of `R` rows: `acc[r][w] += a(r, p) * b[p * ps + 16 w ..][..16]`.
 ///
 /// # Safety
-/// AVX-512 F present; `(r, p)` inside `a` for `r < 6`, `W` vectors of row `p` inside `b`.
+/// AVX-512 F present; `(r, p)` inside `a` for `r < R`, `W` vectors of row `p` inside `b`.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
 #[inline]
-unsafe fn step<const W: usize, A: ASrc<f32>>(
-    acc: &mut [[__m512; W]; MR],
+unsafe fn step<const W: usize, const R: usize, A: ASrc<f32>>(
+    acc: &mut [[__m512; W]; R],
     a: A,
     b: *const f32,
     ps: usize,
@@ -78,7 +78,7 @@ unsafe fn step<const W: usize, A: ASrc<f32>>(
     let bv: [__m512; W] =
         std::array::from_fn(|w| unsafe { _mm512_loadu_ps(b.add(p * ps + w * L)) });
     for (r, acc_r) in acc.iter_mut().enumerate() {
-        // SAFETY: r < 6: (r, p) is inside the caller's rows of `a`.
+        // SAFETY: r < R: (r, p) is inside the caller's rows of `a`.
         let av = _mm512_set1_ps(unsafe { *a.at(r, p) });
         for w in 0..W {
             acc_r[w] = _mm512_fmadd_ps(av, bv[w], acc_r[w]);
@@ -86,16 +86,16 @@ unsafe fn step<const W: usize, A: ASrc<f32>>(
     }
 }
 
-/// `c[..mr, ..nr] (+)= a[6, kc] * b[kc, 16 W]`: `a` read through `A`, `b` the first
+/// `c[..mr, ..nr] (+)= a[R, kc] * b[kc, 16 W]`: `a` read through `A`, `b` the first
 /// `W` vectors of a packed micro-panel (row `p` at `b + p * ps`).
 ///
 /// # Safety
-/// AVX-512 F present; `a` valid for `kc` steps of 6 rows, the panel for `kc` rows of
-/// `ps >= 16 W`, `c` valid for `mr <= 6` rows of `16 (W - 1) < nr <= 16 W` at stride `ldc`.
+/// AVX-512 F present; `a` valid for `kc` steps of `R <= 6` rows, the panel for `kc` rows of
+/// `ps >= 16 W`, `c` valid for `mr <= R` rows of `16 (W - 1) < nr <= 16 W` at stride `ldc`.
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
 #[inline]
 #[allow(clippy::too_many_arguments)]
-unsafe fn tile<const W: usize, A: ASrc<f32>>(
+unsafe fn tile<const W: usize, const R: usize, A: ASrc<f32>>(
     kc: usize,
     a: A,
     b: *const f32,
@@ -106,19 +106,19 @@ unsafe fn tile<const W: usize, A: ASrc<f32>>(
     nr: usize,
     accumulate: bool,
 ) {
-    let mut acc = [[_mm512_setzero_ps(); W]; MR];
+    let mut acc = [[_mm512_setzero_ps(); W]; R];
     let whole = kc / UNROLL * UNROLL;
     let mut p = 0;
     while p < whole {
         for u in 0..UNROLL {
             // SAFETY: p + u < kc: inside the caller's operands.
-            unsafe { step::<W, A>(&mut acc, a, b, ps, p + u) };
+            unsafe { step::<W, R, A>(&mut acc, a, b, ps, p + u) };
         }
         p += UNROLL;
     }
     while p < kc {
         // SAFETY: as above.
-        unsafe { step::<W, A>(&mut acc, a, b, ps, p) };
+        unsafe { step::<W, R, A>(&mut acc, a, b, ps, p) };
         p += 1;
     }
     for (r, acc_r) in acc.iter().enumerate().take(mr) {
@@ -149,10 +149,50 @@ unsafe fn tile<const W: usize, A: ASrc<f32>>(
     }
 }
 
+/// [`tile`] on as many rows as the tile has: a short last tile (GPT-2's 128 rows end in
+/// one of 2) does only its own rows' multiply-adds rather than 6 rows' with its last row
+/// repeated. Each element's chain of FMAs is the same whatever the tile's height.
+///
+/// # Safety
+/// As for [`tile`] with `R = mr.min(6)`, `1 <= mr`.
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+unsafe fn tile_rows<const W: usize, A: ASrc<f32>>(
+    kc: usize,
+    a: A,
+    b: *const f32,
+    c: *mut f32,
+    ps: usize,
+    ldc: usize,
+    mr: usize,
+    nr: usize,
+    accumulate: bool,
+) {
+    // SAFETY: the tile's height is `mr` (at most 6): the caller's contract for each.
+    unsafe {
+        match mr {
+            1 => tile::<W, 1, A>(kc, a, b, c, ps, ldc, mr, nr, accumulate),
+            2 => tile::<W, 2, A>(kc, a, b, c, ps, ldc, mr, nr, accumulate),
+            3 => tile::<W, 3, A>(kc, a, b, c, ps, ldc, mr, nr, accumulate),
+            4 => tile::<W, 4, A>(kc, a, b, c, ps, ldc, mr, nr, accumulate),
+            5 => tile::<W, 5, A>(kc, a, b, c, ps, ldc, mr, nr, accumulate),
+            _ => tile::<W, MR, A>(kc, a, b, c, ps, ldc, mr, nr, accumulate),
+        }
+    }
+}
+
 /// Rows of `b` that [`pack_b`] asks the memory for ahead of the row it copies: each row of a
 /// slice lies on pages of its own, where the hardware's prefetchers start cold, so a slice
 /// read from DRAM (a model's weights, read once a call) waited on every row.
 const PACK_AHEAD: usize = 4;
+
+/// A raw `b` spanning at least this many elements (`k` rows of its row stride) has its next
+/// slice prefetched while the tiles run: 2 MiB of f32, a core's L2, above which `b` does not
+/// stay in L2 from one call to the next (GPT-2's smallest weight, 768 x 768, is 2.25 MiB).
+/// A smaller one (W2's 784 x 512) is usually still cached, and the prefetches would be
+/// instructions for nothing.
+const PREFETCH_MIN_ELEMENTS: usize = (2 << 20) / std::mem::size_of::<f32>();
 
 /// Asks for the `nb` elements at `row` to be brought into L2 (a hint: it never faults and
 /// changes no value).
@@ -281,7 +321,7 @@ pub unsafe fn driver(
                 // L2, a share of its rows before each tile: the packing then copies it from
                 // there instead of waiting on DRAM (weights read once a call).
                 let ahead = match b {
-                    BSrc::Raw(src, ldb) => {
+                    BSrc::Raw(src, ldb) if k * ldb >= PREFETCH_MIN_ELEMENTS => {
                         next_slice(pc, jc, kc_max, k, n).map(|(p, rows, j, w)| {
                             // SAFETY: the next slice's rows and columns are inside `b`.
                             (unsafe { src.add(p * ldb + j) }, ldb, rows, w)
@@ -300,7 +340,7 @@ pub unsafe fn driver(
                             unsafe { prefetch_row(next.add(p * ldb), w) };
                         }
                     }
-                    // `a` read in place; a short tile repeats its last row (never stored).
+                    // `a` read in place; a short tile reads only its own rows.
                     // SAFETY: 1 <= mr; rows ir..ir+mr, columns pc..pc+kc of `a` are in bounds.
                     let rows = Rows::<f32, MR>(unsafe { row_ptrs(a.add(ir * lda + pc), lda, mr) });
                     // LOOP 2: tiles of up to 64 columns, along the slice of `b`.
@@ -312,10 +352,18 @@ pub unsafe fn driver(
                             let bt = b_slice.add(jr * kc);
                             let ct = c.add(ir * ldc + jc + jr);
                             match nr.div_ceil(L) {
-                                4 => tile::<4, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate),
-                                3 => tile::<3, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate),
-                                2 => tile::<2, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate),
-                                _ => tile::<1, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate),
+                                4 => {
+                                    tile_rows::<4, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate)
+                                }
+                                3 => {
+                                    tile_rows::<3, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate)
+                                }
+                                2 => {
+                                    tile_rows::<2, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate)
+                                }
+                                _ => {
+                                    tile_rows::<1, _>(kc, rows, bt, ct, ps, ldc, mr, nr, accumulate)
+                                }
                             }
                         }
                     }

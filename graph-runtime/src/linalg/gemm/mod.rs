@@ -7,7 +7,9 @@
 //! are cut into blocks ([`block_plan`]), the blocks run on rayon, and each block is finished
 //! (GEMM, then epilogue) before the thread moves on, so a fused bias or activation touches
 //! the block while it is still in L2. Short, wide products also split each block into
-//! column panels that run in parallel before the block's epilogue.
+//! column panels that run in parallel before the block's epilogue; a short product with a
+//! large, deep `b` (GPT-2's projections) is one block cut into a panel a thread, so that
+//! `b` is packed once a call, and its epilogue then runs on rows in parallel.
 //!
 //! conv2d's f32 kernel lives here too ([`GemmElement::gemm_gather`]): the same AVX-512 or
 //! AVX2+FMA micro-kernels with their left operand gathered through an offset table, so
