@@ -447,3 +447,80 @@ fn write_key(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    /// The eager function's text of the expansion of `item`.
+    fn eager_text(item: proc_macro2::TokenStream) -> String {
+        let out = crate::expand::expand(quote!(), item).to_string();
+        let at = out.find("pub fn eager").expect("an eager function");
+        out[at..].to_string()
+    }
+
+    #[test]
+    fn an_unrolled_loop_calls_one_function_per_step() {
+        let text = eager_text(quote! {
+            pub fn steps(x: Tensor<f32, B, 12, 4>, h0: Tensor<f32, B, 4>, w: Tensor<f32, 4, 4>, u: Tensor<f32, 4, 4>) -> Tensor<f32, B, 4> {
+                let mut h = h0;
+                for t in 0..12 {
+                    let z = sigmoid(matmul(x[s![.., t, ..]], w) + matmul(h, u));
+                    let n = tanh(matmul(h * z, u) + 1.0);
+                    h = (1.0 - z) * n + z * h;
+                }
+                h
+            }
+        });
+        assert_eq!(text.matches("fn __grafo_eager_run").count(), 1, "{text}");
+        // The first step reads the parameter `h0` itself, every later one the step before.
+        let calls = text.matches("__grafo_eager_run0 (").count() - 1;
+        assert!((11..=12).contains(&calls), "{calls} calls: {text}");
+    }
+
+    #[test]
+    fn steps_in_conds_call_one_function() {
+        // `tests/eager_outlining.rs`'s `gated`: each step is the then-arm of its own cond.
+        let text = eager_text(quote! {
+            pub fn gated(x: Tensor<f32, B, 12, 3>, h0: Tensor<f32, B, 3>, w: Tensor<f32, 3, 3>, u: Tensor<f32, 3, 3>, b: Tensor<f32, 3>, tol: Tensor<f32>) -> (Tensor<f32, B, 3>, Tensor<f32>) {
+                let mut h = h0;
+                let mut running = constant(1.0);
+                let mut taken = constant(0.0);
+                for t in 0..12 {
+                    if running > 0.5 {
+                        let z = sigmoid(matmul(x[s![.., t, ..]], w) + matmul(h, u) + b);
+                        let n = tanh(matmul(h * z, u) - b);
+                        let next = (1.0 - z) * n + z * h;
+                        running = select(reduce_max(abs(next - h)) < tol, 0.0, 1.0);
+                        taken = taken + 1.0;
+                        h = next;
+                    }
+                }
+                (h, taken)
+            }
+        });
+        assert_eq!(text.matches("fn __grafo_eager_run").count(), 1, "{text}");
+        assert_eq!(
+            text.matches("__grafo_eager_run0 (").count() - 1,
+            12,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn steps_differing_every_few_statements_are_not_merged() {
+        let text = eager_text(quote! {
+            pub fn steps(x: Tensor<f32, 4, 8>, h0: Tensor<f32, 8>) -> Tensor<f32, 8> {
+                let mut h = h0;
+                for t in 0..4 {
+                    h = tanh(h * x[s![t, ..]]) + sigmoid(h);
+                    h = exp(h - x[s![t, ..]]) * 2.0;
+                }
+                h
+            }
+        });
+        // Each step slices row `t`, a literal of the slice, within fewer statements than a
+        // run needs.
+        assert!(!text.contains("__grafo_eager_run"), "{text}");
+    }
+}
