@@ -341,14 +341,28 @@ fn input_rows<T: GemmElement>(
                     ),
                 }
             };
-            // LOOP 3: col2im onto this block's rows.
+            // LOOP 3: col2im onto this block's rows. A kernel row whose taps all lie inside
+            // the input (contiguous in `dx` without dilation) is added as one run; each
+            // element still sums the output pixels in order.
+            let tap_row = g.kw * g.c;
             for (q, col) in cols.chunks_exact(patch).enumerate() {
                 let (oh, ow) = (o0 + q / g.ow, q % g.ow);
+                let whole_row = (ow * g.stride)
+                    .checked_sub(g.pad_left)
+                    .filter(|&c0| g.dw == 1 && c0 + g.kw <= g.w);
                 for ki in 0..g.kh {
                     let Some(r) = g.in_row(oh, ki).filter(|r| (r0..r1).contains(r)) else {
                         continue;
                     };
                     let dst_row = &mut rows[(r - r0) * row_len..][..row_len];
+                    if let Some(c0) = whole_row {
+                        let src = &col[ki * tap_row..][..tap_row];
+                        let dst = &mut dst_row[c0 * g.c..][..tap_row];
+                        for (d, &s) in dst.iter_mut().zip(src) {
+                            *d = d.add(s);
+                        }
+                        continue;
+                    }
                     for kj in 0..g.kw {
                         let Some(cc) = g.in_col(ow, kj) else { continue };
                         let src = &col[(ki * g.kw + kj) * g.c..][..g.c];

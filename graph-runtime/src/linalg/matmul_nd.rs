@@ -160,9 +160,16 @@ pub fn matmul_nd_into<T: GemmElement, E>(
                 // transposed copy. The pool was provisioned for whole blocks below.
                 T::with_scratch(rows.min(m) * k, |scratch| {
                     let a_rows = &mut scratch[..r * k];
-                    for (p, col) in a_b.chunks_exact(m).enumerate() {
-                        for (i, &v) in col[r0..r0 + r].iter().enumerate() {
-                            a_rows[i * k + p] = v;
+                    // 16 stored rows at a time: each block row gets a contiguous run of 16
+                    // while the 16 rows read stream along (element by element, a scattered
+                    // write a cache line apart per element missed L1 on every store).
+                    const RUN: usize = 16;
+                    for p0 in (0..k).step_by(RUN) {
+                        let p1 = (p0 + RUN).min(k);
+                        for (i, dst) in a_rows.chunks_exact_mut(k).enumerate() {
+                            for (d, p) in dst[p0..p1].iter_mut().zip(p0..p1) {
+                                *d = a_b[p * m + r0 + i];
+                            }
                         }
                     }
                     // SAFETY: `a_rows` holds r rows of k; `b_b` holds k x n (or n x k when
