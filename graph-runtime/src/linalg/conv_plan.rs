@@ -137,6 +137,18 @@ unsafe impl<T: Send> Send for Shared<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for Shared<T> {}
 
+impl<T> Shared<T> {
+    /// The element `offset` past the start (a method, so that a closure captures the whole
+    /// `Shared`, not its raw pointer).
+    ///
+    /// # Safety
+    /// `offset` is inside the block.
+    unsafe fn at(self, offset: usize) -> *mut T {
+        // SAFETY: the caller keeps `offset` inside the block.
+        unsafe { self.0.add(offset) }
+    }
+}
+
 /// The whole convolution of geometry `g` into `out` (`[pixels, Cout]`, initialised) on the
 /// patch GEMM: blocks of [`patch_plan`] in parallel, then `epilogue(first_pixel, block)` and
 /// `observe(first_element, block)` on each finished block, as
@@ -258,23 +270,10 @@ fn gemm_panels<T: GemmElement>(
     (0..n.div_ceil(cols)).into_par_iter().for_each(|panel| {
         let j0 = panel * cols;
         let w = cols.min(n - j0);
-        let out = out;
         // SAFETY: `a` holds m rows of k, `b` k rows of n and `c` m rows of n (asserted
         // above); this panel's columns j0..j0 + w lie inside them, and no other panel writes
         // them.
-        unsafe {
-            T::gemm_strided(
-                m,
-                k,
-                w,
-                a.as_ptr(),
-                k,
-                b.as_ptr().add(j0),
-                n,
-                out.0.add(j0),
-                n,
-            )
-        }
+        unsafe { T::gemm_strided(m, k, w, a.as_ptr(), k, b.as_ptr().add(j0), n, out.at(j0), n) }
     });
 }
 
