@@ -82,3 +82,17 @@ where
     let first = parts.next().expect("at least two chunks when parallel");
     parts.fold(first, combine)
 }
+
+/// Calls `body(index, item)` for each item of `items`, on rayon: the driver of the emitted
+/// row-fused chains, whose items are tuples of their outputs' blocks.
+///
+/// `body` is a `&dyn Fn`, so rayon's plumbing under it is compiled once per item type in the
+/// user's crate (per number and element types of a chain's outputs), not once per chain:
+/// each closure is a type of its own. It is called once per block of rows, never per
+/// element.
+pub fn for_each_indexed<I>(items: I, body: &(dyn Fn(usize, I::Item) + Sync))
+where
+    I: IndexedParallelIterator,
+{
+    items.enumerate().for_each(|(i, item)| body(i, item));
+}

@@ -333,14 +333,16 @@ impl<'a> Emitter<'a> {
                     } else {
                         use ::grafo::__private::rayon::prelude::*;
                         #block_rows
-                        (#(#blocks,)*)
-                            .into_par_iter()
-                            .enumerate()
-                            .for_each(|(__i, (#(#chunk_names,)*))| {
+                        // Through a `&dyn Fn`: rayon's plumbing is compiled once per
+                        // tuple of output types, not once per chain.
+                        ::grafo::__private::parallel::for_each_indexed(
+                            (#(#blocks,)*).into_par_iter(),
+                            &|__i: usize, (#(#chunk_names,)*)| {
                                 let __nrows = #first_chunk.len() / #first_per_row;
                                 #(#init_blocks)*
                                 #kname(__i * __block, __nrows, __n, #(#chunk_names,)* #(#args),*)
-                            });
+                            },
+                        );
                     }
                 }
             }
