@@ -7,7 +7,9 @@
 //! the others. The parent prints, per workload, the median over the processes of both and
 //! their ratio (the target of issue 12: the first call within 2x the steady one), for wall
 //! time and for the CPU time the process used during the call (on a machine shared with
-//! other work, a fresh process's new threads wait for a core, which the wall time counts).
+//! other work, a fresh process's new threads wait for a core, which the wall time counts),
+//! and the minor page faults of the calls (fresh memory touched for the first time: they
+//! do not depend on the machine's load).
 //!
 //! It measures and prints; it asserts only that the children ran (speed is never a test).
 
