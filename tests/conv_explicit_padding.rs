@@ -223,7 +223,7 @@ fn explicit_padding_convolutions_match_loops_eager_and_pad_then_valid() -> Resul
 #[test]
 fn explicit_padding_max_pool_never_picks_the_padding() -> Result<(), grafo::Error> {
     // All values negative (a zero padding would win), a NaN, and a window of -inf.
-    let mut x = array4([2, 7, 8, 2], 7).mapv(|v| v.abs() * -1.0 - 0.5);
+    let mut x = array4([2, 7, 8, 2], 7).mapv(|v| -v.abs() - 0.5);
     x[[0, 3, 3, 0]] = f32::NAN;
     for (r, c) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
         x[[1, r, c, 1]] = f32::NEG_INFINITY;
