@@ -83,16 +83,22 @@ fn tensorboard_reads_compiled_graphs() {
         }}}}"#,
         g.nodes.len()
     );
+    check_with_tensorboard(&python, &path, &expected, "the W3 graph");
+}
+
+/// Runs `scripts/check_tensorboard.py` on the event file at `path` and fails the test with
+/// its report unless the file matches `expected`.
+fn check_with_tensorboard(python: &Path, path: &Path, expected: &str, what: &str) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_tensorboard.py");
-    let out = Command::new(&python)
+    let out = Command::new(python)
         .arg(script)
-        .arg(&path)
-        .arg(&expected)
+        .arg(path)
+        .arg(expected)
         .output()
         .expect("python runs");
     assert!(
         out.status.success(),
-        "TensorBoard rejected the W3 graph:\n{}{}",
+        "TensorBoard rejected {what}:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -118,17 +124,5 @@ fn tensorboard_reads_a_train_step_with_its_roles() {
             "saved": {saved}, "scopes": {{"gradients/": {backward}, "update/": {update}}}}}"#,
         g.nodes.len()
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_tensorboard.py");
-    let out = Command::new(&python)
-        .arg(script)
-        .arg(&path)
-        .arg(&expected)
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "TensorBoard rejected the W9 train step's graph:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    check_with_tensorboard(&python, &path, &expected, "the W9 train step's graph");
 }
