@@ -285,20 +285,11 @@ impl Reader {
                     });
                     return empty();
                 }
-                let permuted = stored.permuted_axes(IxDyn(axes));
-                if permuted.shape() != shape {
-                    self.problems.push(CheckpointProblem::Shape {
-                        name: name.to_string(),
-                        source,
-                        expected: shape.to_vec(),
-                        found: permuted.shape().to_vec(),
-                    });
-                    return empty();
-                }
-                permuted.as_standard_layout().into_owned()
+                stored.permuted_axes(IxDyn(axes))
             }
             None => stored,
         };
+        // Checked before the permuted layout is copied into a standard one.
         if laid.shape() != shape {
             self.problems.push(CheckpointProblem::Shape {
                 name: name.to_string(),
@@ -308,6 +299,12 @@ impl Reader {
             });
             return empty();
         }
+        // A permuted array is copied into the standard layout; an unpermuted one is already.
+        let laid = if laid.is_standard_layout() {
+            laid
+        } else {
+            laid.as_standard_layout().into_owned()
+        };
         laid.into_dimensionality::<D>().unwrap_or_else(|_| empty())
     }
 
