@@ -39,14 +39,8 @@ impl Lowerer<'_> {
                     Some(Padding::Valid),
                 )
             }
-            Some(PaddingArg::Explicit(_)) => {
-                self.diag.error(
-                    args[3].span(),
-                    format!("`{name}` takes `SAME` or `VALID`: TensorFlow's explicit padding is for `conv2d`, `depthwise_conv2d` and `max_pool2d` (for PyTorch's `count_include_pad`, `pad` then `VALID`)"),
-                );
-                (x, None)
-            }
-            None => (x, None),
+            // `avg_pool2d`'s row takes only `SAME` or `VALID`: its kind check reported a list.
+            Some(PaddingArg::Explicit(_)) | None => (x, None),
         };
         let (Some(ksize), Some(strides), Some(padding)) = (ksize, strides, padding) else {
             return self.poisoned(span);
@@ -128,17 +122,8 @@ impl Lowerer<'_> {
         let (x, k) = (self.operand(args[0]), self.operand(args[1]));
         let dims = self.dim_list(args[2], false);
         let strides = self.window_pair(name, "stride", args[3]);
-        let padding = match self.padding_arg(name, args[4]) {
-            Some(PaddingArg::Mode(p)) => Some(p),
-            Some(PaddingArg::Explicit(_)) => {
-                self.diag.error(
-                    args[4].span(),
-                    format!("`{name}` takes `SAME` or `VALID` (as TensorFlow's): explicit padding is for `conv2d`, `depthwise_conv2d` and `max_pool2d`"),
-                );
-                None
-            }
-            None => None,
-        };
+        // The row's kind check accepted only `SAME` or `VALID`.
+        let padding = padding_of(args[4]);
         let (Some(dims), Some(strides), Some(padding)) = (dims, strides, padding) else {
             return self.poisoned(span);
         };
